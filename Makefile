@@ -1,0 +1,39 @@
+# Cairn. `make` lists the targets.
+PYTHON ?= python3
+PY := .venv/bin/python
+ADDR ?= 127.0.0.1:8000
+STAMP := .venv/.installed-$(shell sha256sum requirements.txt | cut -c1-12)
+
+.PHONY: help venv setup run worker test lint bench
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv .venv
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	rm -f .venv/.installed-* && touch $(STAMP)
+
+venv: $(STAMP)  ## create .venv and install requirements.txt (only when it changed)
+
+setup: venv  ## migrate, ingest the demo corpus, create the demo curator (idempotent)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py ingest demo/corpus --collection demo --public
+	$(PY) manage.py demo_user
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+
+run: setup  ## set up, then serve http://$(ADDR) with a django-q2 worker beside it
+	$(PY) manage.py qcluster & worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
+	$(PY) manage.py runserver $(ADDR)
+
+worker: venv  ## run only the django-q2 worker
+	$(PY) manage.py qcluster
+
+test: venv  ## run the whole test suite
+	$(PY) -m pytest
+
+lint: venv  ## ruff lint and format check
+	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+
+bench: venv  ## run the benchmarks (minutes; figures and plots under benchmarks/results)
+	$(PY) benchmarks/ingest.py
+	$(PY) benchmarks/retrieval.py

@@ -1,0 +1,12 @@
+import os
+
+from django.conf import settings
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+application = get_asgi_application()
+
+if settings.CAIRN_WARM_MODELS:
+    from corpus.embedder import embedder_warm_in_background
+
+    embedder_warm_in_background()

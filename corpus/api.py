@@ -1,0 +1,168 @@
+"""REST endpoints for documents and chunks. Views validate, call one selector or service, serialise."""
+
+from django.conf import settings
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.generics import ListAPIView
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.exceptions import CairnError
+from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, extract_bytes
+from corpus.permissions import IsCurator
+from corpus.selectors import chunks_readable_by, collections_readable_by, document_list
+from corpus.services import documents_ingest
+
+
+class DocumentOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    collection = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    title = serializers.CharField()
+    source = serializers.CharField()
+    sha256 = serializers.CharField()
+    mime_type = serializers.CharField()
+    origin = serializers.CharField()
+    status = serializers.CharField()
+    metadata = serializers.JSONField()
+    chunk_count = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class ChunkOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    document_title = serializers.CharField(source="document.title")
+    ordinal = serializers.IntegerField()
+    text = serializers.CharField()
+    token_count = serializers.IntegerField()
+
+
+class DocumentListApi(ListAPIView):
+    """List the active documents the caller may read; curators may add documents."""
+
+    class FilterSerializer(serializers.Serializer):
+        collection = serializers.SlugField(required=False)
+
+    class InputSerializer(serializers.Serializer):
+        collection = serializers.SlugField()
+        title = serializers.CharField(max_length=500, required=False)
+        text = serializers.CharField(required=False, trim_whitespace=True)
+        file = serializers.FileField(required=False)
+        source = serializers.CharField(
+            max_length=1000, required=False, help_text="Names the document; re-posting the same source replaces it."
+        )
+        metadata = serializers.DictField(required=False, default=dict)
+
+        def validate(self, data):
+            if ("text" in data) == ("file" in data):
+                raise serializers.ValidationError({"text": ["Send either 'text' (with 'title') or 'file', not both."]})
+            if "text" in data and not data.get("title"):
+                raise serializers.ValidationError({"title": ["A title is required with 'text'."]})
+            return data
+
+    serializer_class = DocumentOutputSerializer
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    def get_permissions(self):
+        return [IsAuthenticated(), IsCurator()] if self.request.method == "POST" else [IsAuthenticated()]
+
+    def get_queryset(self):
+        filters = self.FilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        return document_list(user=self.request.user, collection_slug=filters.validated_data.get("collection"))
+
+    @extend_schema(request=InputSerializer, responses={201: None})
+    def post(self, request):
+        _reject_oversized(request)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        payload = data.validated_data
+        collection = collections_readable_by(user=request.user).filter(slug=payload["collection"]).first()
+        if collection is None:
+            raise CairnError("collection", f"unknown collection {payload['collection']!r}")
+        items = _documents_from_input(payload)
+        failures = [item for item in items if isinstance(item, ExtractionFailure)]
+        documents = [item for item in items if isinstance(item, ExtractedDocument)]
+        if not documents:
+            raise CairnError("file", "; ".join(f"{f.name}: {f.reason}" for f in failures) or "no document found")
+        report = documents_ingest(collection=collection, documents=documents)
+        failures += report.failed
+        body = {
+            "added": report.added,
+            "updated": report.updated,
+            "unchanged": report.unchanged,
+            "documents": [
+                {
+                    "id": o.document.id,
+                    "title": o.document.title,
+                    "source": o.document.source,
+                    "result": o.outcome,
+                    "chunks": o.chunks,
+                }
+                for o in report.outcomes
+            ],  # fmt: skip
+            "failed": [{"name": f.name, "reason": f.reason} for f in failures],
+        }
+        return Response(body, status=status.HTTP_201_CREATED if report.added else status.HTTP_200_OK)
+
+
+def _reject_oversized(request) -> None:
+    # DRF's JSON parser reads the stream itself, past Django's DATA_UPLOAD_MAX_MEMORY_SIZE check.
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > settings.CAIRN_MAX_UPLOAD_BYTES:
+        raise CairnError(
+            "file" if request.content_type.startswith("multipart/") else "text",
+            f"the request is {length} bytes; the limit is {settings.CAIRN_MAX_UPLOAD_BYTES} (CAIRN_MAX_UPLOAD_BYTES)",
+            status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+
+
+def _documents_from_input(payload: dict) -> list[ExtractedDocument | ExtractionFailure]:
+    if "text" in payload:
+        text = payload["text"]
+        return [
+            ExtractedDocument(
+                title=payload["title"],
+                text=text,
+                source=payload.get("source") or f"api:{payload['title']}",
+                mime_type="text/plain",
+                metadata=payload["metadata"],
+            )
+        ]
+    upload = payload["file"]
+    if upload.size > settings.CAIRN_MAX_UPLOAD_BYTES:
+        raise CairnError(
+            "file",
+            f"the file is {upload.size} bytes; the limit is {settings.CAIRN_MAX_UPLOAD_BYTES}",
+            status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    try:
+        items = extract_bytes(upload.name, upload.read(), source=payload.get("source") or f"upload:{upload.name}")
+    except ExtractionError as exc:
+        raise CairnError("file", f"{upload.name}: {exc}") from exc
+    for item in items:
+        if isinstance(item, ExtractedDocument):
+            item.title = payload.get("title") or item.title
+            item.metadata = {**item.metadata, **payload["metadata"]}
+    return items
+
+
+class DocumentDetailApi(APIView):
+    @extend_schema(responses=DocumentOutputSerializer)
+    def get(self, request, document_id: int):
+        document = get_object_or_404(document_list(user=request.user), id=document_id)
+        return Response(DocumentOutputSerializer(document).data)
+
+
+class ChunkDetailApi(APIView):
+    @extend_schema(responses=ChunkOutputSerializer)
+    def get(self, request, chunk_id: int):
+        chunk = get_object_or_404(chunks_readable_by(user=request.user).select_related("document"), id=chunk_id)
+        return Response(ChunkOutputSerializer(chunk).data)

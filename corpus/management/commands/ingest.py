@@ -1,0 +1,59 @@
+"""python manage.py ingest PATH... --collection SLUG"""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, discover_files, extract_file
+from corpus.services import collection_get_or_create, documents_ingest
+
+
+class Command(BaseCommand):
+    help = "Ingest .txt, .md, .html, .pdf and .jsonl files (folders recursively) into a collection."
+
+    def add_arguments(self, parser):
+        parser.add_argument("paths", nargs="+", type=Path)
+        parser.add_argument("--collection", required=True, help="Collection slug; created if it does not exist.")
+        parser.add_argument("--public", action="store_true", help="Make the collection readable by every user.")
+        parser.add_argument("--group", action="append", default=[], help="A group that may read it (repeatable).")
+
+    def handle(self, *args, paths, collection, public, group, verbosity, **options):
+        collection_obj, created = collection_get_or_create(slug=collection, public=public, group_names=group)
+        if created and not (public or group):
+            self.stdout.write(
+                f"Created collection {collection!r}: private (superusers only) until groups are added in the "
+                "admin or the command is re-run with --public or --group."
+            )
+        files, failures = discover_files(paths)
+        if not files and failures:
+            raise CommandError("; ".join(f"{f.name}: {f.reason}" for f in failures))
+
+        documents: list[ExtractedDocument] = []
+        for path in tqdm(files, desc="reading", unit="file", disable=verbosity == 0):
+            try:
+                for item in extract_file(path):
+                    (failures if isinstance(item, ExtractionFailure) else documents).append(item)
+            except ExtractionError as exc:
+                failures.append(ExtractionFailure(str(path), str(exc)))
+            except OSError as exc:
+                failures.append(ExtractionFailure(str(path), f"cannot read: {exc.strerror or exc}"))
+
+        with tqdm(total=len(documents), desc="ingesting", unit="doc", disable=verbosity == 0) as bar:
+            chunk_total = 0
+
+            def on_progress(doc_count: int, chunk_count: int) -> None:
+                nonlocal chunk_total
+                chunk_total += chunk_count
+                bar.update(doc_count)
+                bar.set_postfix(chunks=chunk_total)
+
+            report = documents_ingest(collection=collection_obj, documents=documents, on_progress=on_progress)
+        failures += report.failed
+
+        self.stdout.write(
+            f"{collection}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+            f"{len(failures)} failed; {report.chunks} chunks written."
+        )
+        for failure in failures:
+            self.stderr.write(f"  failed: {failure.name}: {failure.reason}")

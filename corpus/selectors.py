@@ -1,0 +1,164 @@
+"""Reads from the corpus. Every path to a chunk starts from `chunks_readable_by`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db import connection
+from django.db.models import Count, F, Q, QuerySet
+from pgvector.django import CosineDistance
+
+from corpus.models import TEXT_SEARCH_CONFIG, Chunk, Collection, Document
+
+User = AbstractBaseUser | AnonymousUser
+
+
+def user_is_curator(user: User) -> bool:
+    if not user.is_authenticated:
+        return False
+    return user.is_superuser or user.groups.filter(name=settings.CAIRN_CURATORS_GROUP).exists()
+
+
+def collections_readable_by(*, user: User) -> QuerySet[Collection]:
+    """The collections `user` may read: public ones and those shared with one of their groups."""
+    if not user.is_authenticated:
+        return Collection.objects.none()
+    if user.is_superuser:
+        return Collection.objects.all()
+    return Collection.objects.filter(Q(is_public=True) | Q(groups__user=user)).distinct()
+
+
+def documents_readable_by(*, user: User) -> QuerySet[Document]:
+    """Active documents in collections `user` may read."""
+    return Document.objects.filter(
+        status=Document.Status.ACTIVE,
+        collection_id__in=collections_readable_by(user=user).values("id"),
+    )
+
+
+def document_list(*, user: User, collection_slug: str | None = None) -> QuerySet[Document]:
+    """Readable documents with their collection and chunk count, oldest first."""
+    documents = documents_readable_by(user=user).select_related("collection").annotate(chunk_count=Count("chunks"))
+    if collection_slug:
+        documents = documents.filter(collection__slug=collection_slug)
+    return documents.order_by("id")
+
+
+def chunks_readable_by(*, user: User) -> QuerySet[Chunk]:
+    """The one gate to chunks: those of active documents in collections `user` may read."""
+    return Chunk.objects.filter(document__in=documents_readable_by(user=user).values("id"))
+
+
+class AnyTermQuery(SearchQuery):
+    """The question's words, normalised by Postgres (plainto_tsquery), joined by OR.
+
+    websearch_to_tsquery ANDs every word, and a natural-language question almost never has all
+    its words in one passage ("who got the first nobel prize" fails on "got"): the text leg would
+    be empty for most questions. Ranking (ts_rank_cd) then favours passages with more of them.
+    """
+
+    def __init__(self, value: str, *, config: str):
+        super().__init__(value, config=config, search_type="plain")
+
+    def as_sql(self, compiler, connection, function=None, template=None):
+        sql, params = super().as_sql(compiler, connection, function, template)
+        return f"replace(({sql})::text, ' & ', ' | ')::tsquery", params
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk_id: int
+    document_id: int
+    collection_id: int
+    ordinal: int
+    title: str
+    source: str
+    text: str
+    vector_distance: float | None  # cosine distance; None when only full text found the chunk
+    text_rank: float | None  # ts_rank_cd; None when only the vector search found the chunk
+    vector_position: int | None  # 1-based rank within each leg
+    text_position: int | None
+    score: float  # reciprocal rank fusion
+
+
+def chunk_search(
+    *,
+    user: User,
+    query_vector: Sequence[float],
+    text: str,
+    limit: int,
+    collection_ids: Sequence[int] | None = None,
+    candidates: int | None = None,
+    legs: tuple[str, ...] = ("vector", "text"),
+) -> list[Hit]:
+    """Return the chunks readable by `user` that best match, fused from vector and full text.
+
+    Each leg takes its top `candidates` (HNSW cosine; any-term tsquery + ts_rank_cd); the
+    legs are fused by reciprocal rank fusion, all in one SQL round trip.
+    """
+    candidates = max(candidates or settings.CAIRN_RETRIEVAL_CANDIDATES, limit)
+    base = chunks_readable_by(user=user)
+    if collection_ids is not None:
+        base = base.filter(document__collection_id__in=list(collection_ids))
+
+    parts, params = [], []
+    if "vector" in legs:
+        vector_qs = (
+            base.annotate(distance=CosineDistance("embedding", list(map(float, query_vector))))
+            .order_by("distance")
+            .values("id", "distance")[:candidates]
+        )
+        sql, leg_params = vector_qs.query.sql_with_params()
+        parts.append(
+            f"vec AS MATERIALIZED (SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS pos FROM ({sql}) v)"
+        )
+        params.extend(leg_params)
+    else:
+        parts.append("vec AS (SELECT NULL::bigint AS id, NULL::float AS distance, NULL::bigint AS pos WHERE false)")
+    query = AnyTermQuery(text, config=TEXT_SEARCH_CONFIG)
+    if "text" in legs and text.strip():
+        text_qs = (
+            base.filter(search_vector=query)
+            .annotate(rank=SearchRank(F("search_vector"), query, cover_density=True))
+            .order_by("-rank", "id")
+            .values("id", "rank")[:candidates]
+        )
+        sql, leg_params = text_qs.query.sql_with_params()
+        parts.append(
+            f"txt AS MATERIALIZED (SELECT id, rank, row_number() OVER (ORDER BY rank DESC, id) AS pos FROM ({sql}) t)"
+        )
+        params.extend(leg_params)
+    else:
+        parts.append("txt AS (SELECT NULL::bigint AS id, NULL::float AS rank, NULL::bigint AS pos WHERE false)")
+
+    sql = f"""
+        WITH {", ".join(parts)},
+        fused AS (
+            SELECT COALESCE(vec.id, txt.id) AS id, vec.distance, txt.rank, vec.pos AS vpos, txt.pos AS tpos,
+                   COALESCE(1.0 / (%s + vec.pos), 0) + COALESCE(1.0 / (%s + txt.pos), 0) AS score
+            FROM vec FULL OUTER JOIN txt ON vec.id = txt.id
+            ORDER BY score DESC, id
+            LIMIT %s
+        )
+        SELECT f.id, c.document_id, d.collection_id, c.ordinal, d.title, d.source, c.text,
+               f.distance, f.rank, f.vpos, f.tpos, f.score
+        FROM fused f
+        JOIN {Chunk._meta.db_table} c ON c.id = f.id
+        JOIN {Document._meta.db_table} d ON d.id = c.document_id
+        ORDER BY f.score DESC, f.id
+    """
+    rrf_k = settings.CAIRN_RRF_K
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, rrf_k, rrf_k, limit])
+        rows = cursor.fetchall()
+    return [
+        Hit(
+            chunk_id=r[0], document_id=r[1], collection_id=r[2], ordinal=r[3], title=r[4], source=r[5], text=r[6],
+            vector_distance=r[7], text_rank=r[8], vector_position=r[9], text_position=r[10], score=float(r[11]),
+        )
+        for r in rows
+    ]  # fmt: skip

@@ -1,0 +1,176 @@
+"""Writes to the corpus: collections, ingestion, the curators role."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.contrib.auth.models import Group, Permission
+from django.db import transaction
+
+from corpus.chunking import chunk_text
+from corpus.embedder import Embedder, get_embedder
+from corpus.extract import ExtractedDocument, ExtractionFailure
+from corpus.models import Chunk, Collection, Document
+
+
+@dataclass(frozen=True)
+class DocumentOutcome:
+    document: Document
+    outcome: str  # "added", "updated" or "unchanged"
+    chunks: int
+
+
+@dataclass
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    chunks: int = 0
+    failed: list[ExtractionFailure] = field(default_factory=list)
+    outcomes: list[DocumentOutcome] = field(default_factory=list)
+
+
+def collection_get_or_create(
+    *, slug: str, name: str = "", public: bool = False, group_names: Iterable[str] = ()
+) -> tuple[Collection, bool]:
+    """Return the collection with `slug`, creating it (private unless `public`) if it does not exist.
+
+    Groups are added, never removed: re-running an ingest must not narrow access set in the admin.
+    """
+    with transaction.atomic():
+        collection, created = Collection.objects.get_or_create(
+            slug=slug, defaults={"name": name or slug.replace("-", " ").title(), "is_public": public}
+        )
+        if public and not collection.is_public:
+            collection.is_public = True
+            collection.save(update_fields=["is_public"])
+        for group_name in group_names:
+            group, _ = Group.objects.get_or_create(name=group_name)
+            collection.groups.add(group)
+    return collection, created
+
+
+def curators_group_ensure() -> Group:
+    """Create the curators group with the corpus admin permissions it needs (idempotent)."""
+    group, _ = Group.objects.get_or_create(name=settings.CAIRN_CURATORS_GROUP)
+    permissions = Permission.objects.filter(content_type__app_label__in=["corpus", "pipeline"])
+    group.permissions.add(*permissions)
+    return group
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def documents_ingest(
+    *,
+    collection: Collection,
+    documents: Iterable[ExtractedDocument],
+    embedder: Embedder | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> IngestReport:
+    """Add new documents, replace changed ones, skip unchanged ones (by SHA-256 of the text).
+
+    Works in batches: one embedding call and one transaction per batch, so an interrupted run
+    keeps every finished batch and a re-run resumes where it stopped. `on_progress(documents,
+    chunks)` is called after each batch with the counts it handled.
+    """
+    report = IngestReport()
+    seen_sources: set[str] = set()
+    batch_size = settings.CAIRN_INGEST_BATCH_DOCUMENTS
+    iterator = iter(documents)
+    while batch := list(itertools.islice(iterator, batch_size)):
+        unique = []
+        for doc in batch:
+            if doc.source in seen_sources:
+                report.failed.append(ExtractionFailure(doc.source, "the same source appears twice in this run"))
+            else:
+                seen_sources.add(doc.source)
+                unique.append(doc)
+        chunk_count = _ingest_batch(collection=collection, batch=unique, embedder=embedder, report=report)
+        if on_progress:
+            on_progress(len(batch), chunk_count)
+    return report
+
+
+def _ingest_batch(
+    *, collection: Collection, batch: list[ExtractedDocument], embedder: Embedder | None, report: IngestReport
+) -> int:
+    hashes = {doc.source: sha256_text(doc.text) for doc in batch}
+    existing = {d.source: d for d in Document.objects.filter(collection=collection, source__in=list(hashes))}
+    todo = []
+    for doc in batch:
+        known = existing.get(doc.source)
+        if known is not None and known.sha256 == hashes[doc.source]:
+            report.unchanged += 1
+            report.outcomes.append(DocumentOutcome(known, "unchanged", 0))
+        else:
+            todo.append(doc)
+    if not todo:
+        return 0
+
+    # Tokenising and embedding are the slow part: done before the transaction opens.
+    embedder = embedder or get_embedder()
+    pieces = [
+        chunk_text(
+            doc.text,
+            count_tokens=embedder.count_tokens,
+            split_tokens=embedder.split_tokens,
+            max_tokens=settings.CAIRN_CHUNK_TOKENS,
+            overlap_tokens=settings.CAIRN_CHUNK_OVERLAP_TOKENS,
+        )
+        for doc in todo
+    ]
+    inputs = [embedding_input(doc.title, piece.text) for doc, doc_pieces in zip(todo, pieces) for piece in doc_pieces]
+    vectors = iter(embedder.embed(inputs))
+
+    written: list[DocumentOutcome] = []
+    with transaction.atomic():
+        rows = []
+        for doc, doc_pieces in zip(todo, pieces):
+            document = existing.get(doc.source)
+            if document is None:
+                document = Document.objects.create(
+                    collection=collection,
+                    title=doc.title,
+                    source=doc.source,
+                    sha256=hashes[doc.source],
+                    mime_type=doc.mime_type,
+                    metadata=doc.metadata,
+                )
+                outcome = "added"
+            else:
+                Chunk.objects.filter(document=document).delete()
+                document.title, document.sha256 = doc.title, hashes[doc.source]
+                document.mime_type, document.metadata = doc.mime_type, doc.metadata
+                document.save(update_fields=["title", "sha256", "mime_type", "metadata", "updated_at"])
+                outcome = "updated"
+            written.append(DocumentOutcome(document, outcome, len(doc_pieces)))
+            rows.extend(
+                Chunk(
+                    document=document,
+                    ordinal=ordinal,
+                    heading=doc.title,
+                    text=piece.text,
+                    token_count=piece.token_count,
+                    embedding=next(vectors),
+                )
+                for ordinal, piece in enumerate(doc_pieces)
+            )
+        Chunk.objects.bulk_create(rows, batch_size=500)
+    # Counted only once the batch has committed.
+    report.outcomes.extend(written)
+    report.added += sum(o.outcome == "added" for o in written)
+    report.updated += sum(o.outcome == "updated" for o in written)
+    report.chunks += len(rows)
+    return len(rows)
+
+
+def embedding_input(title: str, text: str) -> str:
+    """What the embedder sees for a chunk: its document title, then its text (the title often
+    carries the subject the text leaves implicit)."""
+    return f"{title}\n\n{text}" if title else text

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from corpus import api
+
+urlpatterns = [
+    path("documents", api.DocumentListApi.as_view(), name="documents"),
+    path("documents/<int:document_id>", api.DocumentDetailApi.as_view(), name="document-detail"),
+    path("chunks/<int:chunk_id>", api.ChunkDetailApi.as_view(), name="chunk-detail"),
+]

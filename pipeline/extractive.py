@@ -1,0 +1,145 @@
+"""The extractive generator: an answer made of the evidence's own best sentences, each cited.
+
+Deterministic and model-free, so it is always available. Sentences are scored by the question's
+content words they contain, weighted by how rare each word is among the candidate sentences.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from corpus.chunking import split_sentences
+
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "there",
+        "these",
+        "this",
+        "those",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+        "he",
+        "she",
+        "they",
+        "we",
+        "his",
+        "her",
+        "them",
+        "than",
+        "then",
+        "also",
+        "into",
+        "about",
+        "after",
+        "before",
+        "during",
+        "over",
+        "under",
+        "between",
+        "most",
+        "many",
+        "much",
+        "name",
+        "named",
+        "called",
+    ]
+)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def content_terms(text: str) -> set[str]:
+    """Lower-cased words minus stopwords, with a crude plural fold (kings -> king)."""
+    terms = set()
+    for word in _WORD.findall(text.lower()):
+        if word in _STOPWORDS:
+            continue
+        terms.add(word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word)
+    return terms
+
+
+@dataclass(frozen=True)
+class Sentence:
+    evidence_number: int  # 1-based position of the evidence it came from: its citation number
+    position: int  # order within that evidence
+    text: str
+
+
+def extractive_answer(question: str, passages: list[str], *, max_sentences: int = 3) -> tuple[str, list[int]]:
+    """Return the answer text with `[n]` citations and the evidence numbers it cites.
+
+    `passages[i]` is evidence number i + 1. Returns ("", []) when no sentence shares a content
+    word with the question: the caller decides what "nothing found" says.
+    """
+    wanted = content_terms(question)
+    sentences = [
+        Sentence(number, position, text)
+        for number, passage in enumerate(passages, start=1)
+        for position, text in enumerate(split_sentences(passage))
+    ]
+    terms = [content_terms(s.text) for s in sentences]
+    frequency = Counter(term for sentence_terms in terms for term in sentence_terms & wanted)
+
+    def score(index: int) -> float:
+        overlap = terms[index] & wanted
+        weight = sum(math.log(1 + len(sentences) / frequency[t]) for t in overlap)
+        # Earlier evidence is better evidence; ties go to the sentence that comes first.
+        return weight / (1 + 0.1 * (sentences[index].evidence_number - 1))
+
+    ranked = sorted((i for i in range(len(sentences)) if terms[i] & wanted), key=lambda i: (-score(i), i))
+    chosen, seen = [], set()
+    for index in ranked:
+        key = " ".join(sentences[index].text.lower().split())
+        if key in seen:  # overlapping chunks repeat sentences
+            continue
+        seen.add(key)
+        chosen.append(sentences[index])
+        if len(chosen) == max_sentences:
+            break
+    chosen.sort(key=lambda s: (s.evidence_number, s.position))
+    answer = " ".join(f"{s.text} [{s.evidence_number}]" for s in chosen)
+    cited = sorted({s.evidence_number for s in chosen})
+    return answer, cited

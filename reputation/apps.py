@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ReputationConfig(AppConfig):
+    name = "reputation"
+    verbose_name = "Reputation"

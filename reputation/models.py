@@ -1,0 +1,1 @@
+"""Per-chunk reputation (Beta counters, credit shares, feedback) arrives with its own issue."""

@@ -1,0 +1,78 @@
+"""Shared fixtures. Personas: alice reads the finance collection, bob is a curator, charlie is an
+outsider who belongs to no group. The demo corpus (public) is ingested once per test session into
+the real test database, with the real bundled MiniLM."""
+
+import json
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from corpus.extract import ExtractedDocument
+from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_CORPUS = ROOT / "demo" / "corpus"
+DEMO_QUESTIONS = ROOT / "demo" / "questions.jsonl"
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        call_command("ingest", str(DEMO_CORPUS), collection="demo", public=True, verbosity=0)
+
+
+@pytest.fixture(scope="session")
+def demo_questions() -> list[dict]:
+    return [json.loads(line) for line in DEMO_QUESTIONS.read_text().splitlines()]
+
+
+@pytest.fixture
+def alice(db):
+    user = User.objects.create_user("alice", password="alice-pw")
+    user.groups.add(Group.objects.get_or_create(name="finance")[0])
+    return user
+
+
+@pytest.fixture
+def bob(db):
+    user = User.objects.create_user("bob", password="bob-pw", is_staff=True)
+    user.groups.add(curators_group_ensure())
+    return user
+
+
+@pytest.fixture
+def charlie(db):
+    return User.objects.create_user("charlie", password="charlie-pw")
+
+
+@pytest.fixture
+def finance(db):
+    """A private collection only the finance group reads, with one distinctive document."""
+    collection, _ = collection_get_or_create(slug="finance", group_names=["finance"])
+    documents_ingest(
+        collection=collection,
+        documents=[
+            ExtractedDocument(
+                title="Travel expense policy",
+                text=(
+                    "Employees may claim a per diem of 85 euros for overnight business travel. "
+                    "Receipts for hotel stays must be submitted within thirty days of return. "
+                    "Business class flights require approval from the chief financial officer."
+                ),
+                source="policies/travel.md",
+                mime_type="text/markdown",
+            )
+        ],
+    )
+    return collection
+
+
+def client_for(user) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client

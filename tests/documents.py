@@ -1,0 +1,65 @@
+"""Real files in every supported format, written by the tests themselves."""
+
+from pathlib import Path
+
+
+def write_pdf(path: Path, lines: list[str], title: str = "") -> Path:
+    """Write a minimal valid one-page PDF whose text layer holds `lines` (Helvetica, WinAnsi)."""
+    text_ops = " ".join(f"({_pdf_escape(line)}) Tj T*" for line in lines)
+    stream = f"BT /F1 11 Tf 14 TL 72 740 Td {text_ops} ET".encode("latin-1")
+    info = f"<< /Title ({_pdf_escape(title)}) >>".encode("latin-1") if title else b"<< >>"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+        info,
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        len(objects),
+        xref,
+    )
+    path.write_bytes(bytes(out))
+    return path
+
+
+def _pdf_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def write_corpus(folder: Path) -> Path:
+    """One file of each supported format, plus one broken PDF and one unsupported file."""
+    (folder / "nested").mkdir(parents=True, exist_ok=True)
+    (folder / "handbook.txt").write_text(
+        "The office opens at eight in the morning. Visitors sign in at the front desk.\n"
+    )
+    (folder / "guide.md").write_text(
+        "# Onboarding guide\n\nNew staff receive a laptop on their first day.\n\n- Badge photos are taken on Mondays.\n"
+    )
+    (folder / "nested" / "page.html").write_text(
+        "<html><head><title>Parking rules</title><style>body{color:red}</style></head>"
+        "<body><h1>Parking</h1><p>Bicycles are parked in the courtyard.</p>"
+        "<script>var secret = 'never indexed';</script></body></html>"
+    )
+    write_pdf(folder / "nested" / "safety.pdf", ["Fire drills happen twice a year.", "Exits are marked in green."],
+              title="Safety manual")  # fmt: skip
+    (folder / "faq.jsonl").write_text(
+        '{"id": "wifi", "title": "Wi-Fi", "text": "The guest network password changes weekly."}\n'
+        '{"title": "Canteen", "text": "Lunch is served from noon until two."}\n'
+        "this line is not json\n"
+        '{"title": "No text here"}\n'
+    )
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf at all")
+    (folder / "diagram.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    return folder

@@ -1,0 +1,75 @@
+"""Each supported format yields the right title and text; bad files are reported by name."""
+
+import pytest
+
+from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, discover_files, extract_file
+from tests.documents import write_corpus, write_pdf
+
+
+def only_document(path):
+    (item,) = list(extract_file(path))
+    assert isinstance(item, ExtractedDocument)
+    return item
+
+
+def test_text_and_markdown(tmp_path):
+    write_corpus(tmp_path)
+    txt = only_document(tmp_path / "handbook.txt")
+    assert txt.title == "handbook" and txt.mime_type == "text/plain"
+    assert txt.text.startswith("The office opens at eight")
+    md = only_document(tmp_path / "guide.md")
+    assert md.title == "Onboarding guide" and md.mime_type == "text/markdown"
+    assert "Badge photos" in md.text
+
+
+def test_html_drops_scripts_and_styles(tmp_path):
+    write_corpus(tmp_path)
+    page = only_document(tmp_path / "nested" / "page.html")
+    assert page.title == "Parking rules"
+    assert "Bicycles are parked in the courtyard." in page.text
+    assert "secret" not in page.text and "color" not in page.text
+
+
+def test_pdf_text_layer_and_title(tmp_path):
+    pdf = only_document(write_pdf(tmp_path / "manual.pdf", ["Fire drills happen twice a year."], title="Safety manual"))
+    assert pdf.title == "Safety manual" and pdf.mime_type == "application/pdf"
+    assert "Fire drills happen twice a year." in pdf.text
+
+
+def test_broken_pdf_raises_a_clear_error(tmp_path):
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\nnot a pdf")
+    with pytest.raises(ExtractionError, match="cannot read PDF"):
+        list(extract_file(tmp_path / "broken.pdf"))
+
+
+def test_jsonl_yields_documents_and_names_bad_lines(tmp_path):
+    write_corpus(tmp_path)
+    items = list(extract_file(tmp_path / "faq.jsonl"))
+    documents = [i for i in items if isinstance(i, ExtractedDocument)]
+    failures = [i for i in items if isinstance(i, ExtractionFailure)]
+    assert [d.title for d in documents] == ["Wi-Fi", "Canteen"]
+    assert documents[0].source.endswith("faq.jsonl#wifi")
+    assert documents[1].source.endswith("faq.jsonl#Canteen")
+    assert [f.name.rsplit(":", 1)[1] for f in failures] == ["3", "4"]
+    assert "invalid JSON" in failures[0].reason and "'text'" in failures[1].reason
+
+
+def test_discovery_recurses_and_reports_unsupported_and_missing(tmp_path):
+    write_corpus(tmp_path)
+    files, failures = discover_files([tmp_path, tmp_path / "missing.txt"])
+    assert sorted(p.name for p in files) == [
+        "broken.pdf",
+        "faq.jsonl",
+        "guide.md",
+        "handbook.txt",
+        "page.html",
+        "safety.pdf",
+    ]
+    reasons = {f.name.rsplit("/", 1)[1]: f.reason for f in failures}
+    assert reasons == {"diagram.png": "unsupported file type '.png'", "missing.txt": "no such file or folder"}
+
+
+def test_empty_file_is_an_error(tmp_path):
+    (tmp_path / "empty.txt").write_text("   \n")
+    with pytest.raises(ExtractionError, match="no extractable text"):
+        list(extract_file(tmp_path / "empty.txt"))
