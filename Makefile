@@ -36,4 +36,5 @@ lint: venv  ## ruff lint and format check
 
 bench: venv  ## run the benchmarks (minutes; figures and plots under benchmarks/results)
 	$(PY) benchmarks/ingest.py
+	$(PY) benchmarks/retrieval_quality.py
 	$(PY) benchmarks/retrieval.py

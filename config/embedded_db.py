@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -66,10 +68,18 @@ def _start(pgdata: Path) -> str:
         server.ensure_pgdata_inited()
         _write_conf(pgdata)
     server.start()
+    _exit_cleanly_on_sigterm()
     socket_dir = server.get_postmaster_info().socket_dir
     if socket_dir is None:
         raise RuntimeError(f"The embedded Postgres under {pgdata} did not report a socket directory")
     return str(socket_dir)
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """Turn SIGTERM into a normal exit, so atexit runs and this process's handle on the server is
+    released; otherwise a terminated web process would keep the server running forever."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def _write_conf(pgdata: Path) -> None:

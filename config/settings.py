@@ -92,7 +92,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # pgvector: candidates the HNSW search explores, and whether it keeps scanning when a filter
 # (collection access, document status) discards rows. relaxed_order returns the full k under
 # selective filters; the retrieval SQL re-sorts by exact distance afterwards.
-CAIRN_HNSW_EF_SEARCH = env_int("CAIRN_HNSW_EF_SEARCH", 100, minimum=1)
+CAIRN_HNSW_EF_SEARCH = env_int("CAIRN_HNSW_EF_SEARCH", 200, minimum=1)
 CAIRN_HNSW_ITERATIVE_SCAN = env_choice(
     "CAIRN_HNSW_ITERATIVE_SCAN", "relaxed_order", ("off", "relaxed_order", "strict_order")
 )
@@ -106,7 +106,7 @@ CAIRN_WARM_MODELS = env_bool("CAIRN_WARM_MODELS", True)  # web processes load th
 CAIRN_TORCH_THREADS = env_int("CAIRN_TORCH_THREADS", 0, minimum=0)  # 0: torch's default
 CAIRN_CHUNK_TOKENS = env_int("CAIRN_CHUNK_TOKENS", 200, minimum=16)
 CAIRN_CHUNK_OVERLAP_TOKENS = env_int("CAIRN_CHUNK_OVERLAP_TOKENS", 40, minimum=0)
-CAIRN_INGEST_BATCH_DOCUMENTS = env_int("CAIRN_INGEST_BATCH_DOCUMENTS", 64, minimum=1)
+CAIRN_INGEST_BATCH_DOCUMENTS = env_int("CAIRN_INGEST_BATCH_DOCUMENTS", 256, minimum=1)
 CAIRN_MAX_UPLOAD_BYTES = env_int("CAIRN_MAX_UPLOAD_BYTES", 10 * 1024 * 1024, minimum=1)
 CAIRN_RETRIEVAL_CANDIDATES = env_int("CAIRN_RETRIEVAL_CANDIDATES", 50, minimum=1)
 CAIRN_RRF_K = env_int("CAIRN_RRF_K", 60, minimum=1)

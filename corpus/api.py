@@ -19,7 +19,7 @@ from corpus.services import documents_ingest
 
 class DocumentOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    collection = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    collection = serializers.CharField(source="collection.slug")
     title = serializers.CharField()
     source = serializers.CharField()
     sha256 = serializers.CharField()
@@ -41,13 +41,34 @@ class ChunkOutputSerializer(serializers.Serializer):
     token_count = serializers.IntegerField()
 
 
+class IngestedDocumentSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="document.id")
+    title = serializers.CharField(source="document.title")
+    source = serializers.CharField(source="document.source")
+    result = serializers.ChoiceField(choices=["added", "updated", "unchanged"], source="outcome")
+    chunks = serializers.IntegerField(help_text="Chunks written (0 when unchanged).")
+
+
+class IngestFailureSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class IngestOutputSerializer(serializers.Serializer):
+    added = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    documents = IngestedDocumentSerializer(many=True, source="outcomes")
+    failed = IngestFailureSerializer(many=True)
+
+
 class DocumentListApi(ListAPIView):
     """List the active documents the caller may read; curators may add documents."""
 
-    class FilterSerializer(serializers.Serializer):
+    class DocumentFilterSerializer(serializers.Serializer):
         collection = serializers.SlugField(required=False)
 
-    class InputSerializer(serializers.Serializer):
+    class DocumentInputSerializer(serializers.Serializer):
         collection = serializers.SlugField()
         title = serializers.CharField(max_length=500, required=False)
         text = serializers.CharField(required=False, trim_whitespace=True)
@@ -71,14 +92,20 @@ class DocumentListApi(ListAPIView):
         return [IsAuthenticated(), IsCurator()] if self.request.method == "POST" else [IsAuthenticated()]
 
     def get_queryset(self):
-        filters = self.FilterSerializer(data=self.request.query_params)
+        filters = self.DocumentFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
         return document_list(user=self.request.user, collection_slug=filters.validated_data.get("collection"))
 
-    @extend_schema(request=InputSerializer, responses={201: None})
+    @extend_schema(parameters=[DocumentFilterSerializer])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        request=DocumentInputSerializer, responses={200: IngestOutputSerializer, 201: IngestOutputSerializer}
+    )
     def post(self, request):
         _reject_oversized(request)
-        data = self.InputSerializer(data=request.data)
+        data = self.DocumentInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         payload = data.validated_data
         collection = collections_readable_by(user=request.user).filter(slug=payload["collection"]).first()
@@ -90,24 +117,11 @@ class DocumentListApi(ListAPIView):
         if not documents:
             raise CairnError("file", "; ".join(f"{f.name}: {f.reason}" for f in failures) or "no document found")
         report = documents_ingest(collection=collection, documents=documents)
-        failures += report.failed
-        body = {
-            "added": report.added,
-            "updated": report.updated,
-            "unchanged": report.unchanged,
-            "documents": [
-                {
-                    "id": o.document.id,
-                    "title": o.document.title,
-                    "source": o.document.source,
-                    "result": o.outcome,
-                    "chunks": o.chunks,
-                }
-                for o in report.outcomes
-            ],  # fmt: skip
-            "failed": [{"name": f.name, "reason": f.reason} for f in failures],
-        }
-        return Response(body, status=status.HTTP_201_CREATED if report.added else status.HTTP_200_OK)
+        report.failed[:0] = failures  # extraction failures first, in file order
+        return Response(
+            IngestOutputSerializer(report).data,
+            status=status.HTTP_201_CREATED if report.added else status.HTTP_200_OK,
+        )
 
 
 def _reject_oversized(request) -> None:

@@ -53,22 +53,6 @@ def chunks_readable_by(*, user: User) -> QuerySet[Chunk]:
     return Chunk.objects.filter(document__in=documents_readable_by(user=user).values("id"))
 
 
-class AnyTermQuery(SearchQuery):
-    """The question's words, normalised by Postgres (plainto_tsquery), joined by OR.
-
-    websearch_to_tsquery ANDs every word, and a natural-language question almost never has all
-    its words in one passage ("who got the first nobel prize" fails on "got"): the text leg would
-    be empty for most questions. Ranking (ts_rank_cd) then favours passages with more of them.
-    """
-
-    def __init__(self, value: str, *, config: str):
-        super().__init__(value, config=config, search_type="plain")
-
-    def as_sql(self, compiler, connection, function=None, template=None):
-        sql, params = super().as_sql(compiler, connection, function, template)
-        return f"replace(({sql})::text, ' & ', ' | ')::tsquery", params
-
-
 @dataclass(frozen=True)
 class Hit:
     chunk_id: int
@@ -97,7 +81,7 @@ def chunk_search(
 ) -> list[Hit]:
     """Return the chunks readable by `user` that best match, fused from vector and full text.
 
-    Each leg takes its top `candidates` (HNSW cosine; any-term tsquery + ts_rank_cd); the
+    Each leg takes its top `candidates` (HNSW cosine; websearch_to_tsquery + ts_rank_cd); the
     legs are fused by reciprocal rank fusion, all in one SQL round trip.
     """
     candidates = max(candidates or settings.CAIRN_RETRIEVAL_CANDIDATES, limit)
@@ -119,8 +103,12 @@ def chunk_search(
         params.extend(leg_params)
     else:
         parts.append("vec AS (SELECT NULL::bigint AS id, NULL::float AS distance, NULL::bigint AS pos WHERE false)")
-    query = AnyTermQuery(text, config=TEXT_SEARCH_CONFIG)
+    # websearch_to_tsquery ANDs the words (and honours "phrases", or, -exclusions). Measured on the
+    # NQ shared split, OR-ing the question's words instead let common words pull wrong passages up
+    # (hybrid recall@1 0.80 with OR, 0.91 with AND, vector alone 0.92): the text leg is there to add
+    # exact matches (codes, names, phrases), not noise.
     if "text" in legs and text.strip():
+        query = SearchQuery(text, search_type="websearch", config=TEXT_SEARCH_CONFIG)
         text_qs = (
             base.filter(search_vector=query)
             .annotate(rank=SearchRank(F("search_vector"), query, cover_density=True))

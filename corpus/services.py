@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
+from django.utils import timezone
 
 from corpus.chunking import chunk_text
 from corpus.embedder import Embedder, get_embedder
@@ -128,39 +129,44 @@ def _ingest_batch(
     inputs = [embedding_input(doc.title, piece.text) for doc, doc_pieces in zip(todo, pieces) for piece in doc_pieces]
     vectors = iter(embedder.embed(inputs))
 
-    written: list[DocumentOutcome] = []
+    changed = []
+    for doc in todo:
+        if (document := existing.get(doc.source)) is not None:
+            document.title, document.sha256, document.updated_at = doc.title, hashes[doc.source], timezone.now()
+            document.mime_type, document.metadata = doc.mime_type, doc.metadata
+            changed.append(document)
     with transaction.atomic():
-        rows = []
-        for doc, doc_pieces in zip(todo, pieces):
-            document = existing.get(doc.source)
-            if document is None:
-                document = Document.objects.create(
-                    collection=collection,
-                    title=doc.title,
-                    source=doc.source,
-                    sha256=hashes[doc.source],
-                    mime_type=doc.mime_type,
-                    metadata=doc.metadata,
-                )
-                outcome = "added"
-            else:
-                Chunk.objects.filter(document=document).delete()
-                document.title, document.sha256 = doc.title, hashes[doc.source]
-                document.mime_type, document.metadata = doc.mime_type, doc.metadata
-                document.save(update_fields=["title", "sha256", "mime_type", "metadata", "updated_at"])
-                outcome = "updated"
-            written.append(DocumentOutcome(document, outcome, len(doc_pieces)))
-            rows.extend(
-                Chunk(
-                    document=document,
-                    ordinal=ordinal,
-                    heading=doc.title,
-                    text=piece.text,
-                    token_count=piece.token_count,
-                    embedding=next(vectors),
-                )
-                for ordinal, piece in enumerate(doc_pieces)
+        Chunk.objects.filter(document__in=changed).delete()
+        Document.objects.bulk_update(changed, ["title", "sha256", "mime_type", "metadata", "updated_at"])
+        created = Document.objects.bulk_create(
+            Document(
+                collection=collection,
+                title=doc.title,
+                source=doc.source,
+                sha256=hashes[doc.source],
+                mime_type=doc.mime_type,
+                metadata=doc.metadata,
             )
+            for doc in todo
+            if doc.source not in existing
+        )
+        by_source = {d.source: d for d in [*changed, *created]}
+        written = [
+            DocumentOutcome(by_source[doc.source], "updated" if doc.source in existing else "added", len(doc_pieces))
+            for doc, doc_pieces in zip(todo, pieces)
+        ]
+        rows = [
+            Chunk(
+                document=by_source[doc.source],
+                ordinal=ordinal,
+                heading=doc.title,
+                text=piece.text,
+                token_count=piece.token_count,
+                embedding=next(vectors),
+            )
+            for doc, doc_pieces in zip(todo, pieces)
+            for ordinal, piece in enumerate(doc_pieces)
+        ]
         Chunk.objects.bulk_create(rows, batch_size=500)
     # Counted only once the batch has committed.
     report.outcomes.extend(written)

@@ -43,16 +43,16 @@ class AnswerOutputSerializer(serializers.Serializer):
 
 
 class QueryApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class QueryInputSerializer(serializers.Serializer):
         question = serializers.CharField(max_length=2000)
         top_k = serializers.IntegerField(min_value=1, max_value=50, default=8)
         collections = serializers.ListField(
             child=serializers.SlugField(), required=False, allow_empty=False, max_length=100
         )
 
-    @extend_schema(request=InputSerializer, responses=AnswerOutputSerializer)
+    @extend_schema(request=QueryInputSerializer, responses=AnswerOutputSerializer)
     def post(self, request):
-        data = self.InputSerializer(data=request.data)
+        data = self.QueryInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         state = question_answer(user=request.user, **data.validated_data)
         cited = set(state.cited)
@@ -68,10 +68,19 @@ class QueryApi(APIView):
         return Response(AnswerOutputSerializer(result).data)
 
 
+class HealthOutputSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "unavailable"])
+    database = serializers.BooleanField()
+    vector_extension = serializers.CharField(allow_null=True, help_text="pgvector's installed version.")
+    embedder_loaded = serializers.BooleanField()
+    error = serializers.CharField(required=False)
+
+
 class HealthApi(APIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
+    @extend_schema(responses={200: HealthOutputSerializer, 503: HealthOutputSerializer})
     def get(self, request):
         checks = {"database": False, "vector_extension": None, "embedder_loaded": embedder_loaded()}
         try:

@@ -172,3 +172,13 @@ def test_session_login_works_for_the_ask_page(charlie):
     client.login(username="charlie", password="charlie-pw")
     assert client.get("/").status_code == 200
     assert client.post("/api/v1/query", {"question": QUESTION}, format="json").status_code == 200
+
+
+def test_the_openapi_schema_generates_without_warnings():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("spectacular", "--validate", "--fail-on-warn", stdout=out)
+    assert "/api/v1/query" in out.getvalue() and "/api/v1/documents" in out.getvalue()

@@ -1,0 +1,86 @@
+"""Shared set-up for the benchmark scripts: a database of their own, the shared data sets, output.
+
+Benchmarks run against `cairn_bench` (override with CAIRN_DB_NAME) on the same server the app
+uses (embedded unless DATABASE_URL is set), so they never touch the app's data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+CACHE = RESULTS / "cache"  # embeddings of the shared data sets, reused across runs (git-ignored)
+SHARED_DATA = Path(os.environ.get("CAIRN_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def django_setup() -> None:
+    os.environ.setdefault("CAIRN_DB_NAME", "cairn_bench")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("CAIRN_LOG_LEVEL", "WARNING")
+    sys.path.insert(0, str(ROOT))
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+
+
+def nq_rows() -> list[dict]:
+    """The NQ-open shared split: question, answers, and its one gold Wikipedia passage."""
+    path = SHARED_DATA / "nq_open_oracle" / "nq-open-oracle.jsonl"
+    if not path.exists():
+        sys.exit(f"{path}: not found; set CAIRN_SHARED_DATA to the folder holding nq_open_oracle/")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def nq_passages() -> list[dict]:
+    """Unique gold passages of the NQ shared split, each with the indices of its questions."""
+    passages: dict[str, dict] = {}
+    for index, row in enumerate(nq_rows()):
+        ctx = row["ctxs"][0]
+        entry = passages.setdefault(
+            ctx["text"], {"id": f"nq-{len(passages)}", "title": ctx["title"], "text": ctx["text"], "questions": []}
+        )
+        entry["questions"].append(index)
+    return list(passages.values())
+
+
+def percentile(values: list[float], q: float) -> float:
+    import numpy as np
+
+    return float(np.percentile(np.asarray(values), q))
+
+
+def write_result(name: str, result: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    result = {"measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu_count": os.cpu_count(), **result}
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return path
+
+
+def cached_embeddings(name: str, texts: list[str]):
+    """Embed `texts` with the app's embedder, caching the matrix under benchmarks/results/cache."""
+    import numpy as np
+    from tqdm import tqdm
+
+    from corpus.embedder import get_embedder
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"{name}.npy"
+    if path.exists():
+        matrix = np.load(path)
+        if len(matrix) == len(texts):
+            return matrix
+    embedder = get_embedder()
+    parts = []
+    for start in tqdm(range(0, len(texts), 256), desc=f"embedding {name}", unit="batch"):
+        parts.append(embedder.embed(texts[start : start + 256]))
+    matrix = np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
+    np.save(path, matrix)
+    return matrix
