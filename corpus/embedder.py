@@ -22,41 +22,6 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray:
         """Return one L2-normalised float32 row per text."""
 
-    def _embed_one(self, text: str) -> np.ndarray:
-        """The query path: one text, no padding, so the traced transformer's plain mean over
-        tokens is exactly the model's masked mean pooling."""
-        import torch
-
-        if self._traced is None:
-            return self._model.encode([text], normalize_embeddings=True, convert_to_numpy=True).astype(np.float32)
-        with torch.inference_mode():
-            features = self.tokenizer(
-                [text], return_tensors="pt", truncation=True, max_length=self._model.max_seq_length
-            )
-            hidden = self._traced(features["input_ids"], features["attention_mask"])["last_hidden_state"]
-            vector = torch.nn.functional.normalize(hidden.mean(dim=1), dim=-1)
-        return vector.numpy().astype(np.float32, copy=False)
-
-    def _trace_for_single_texts(self):
-        """TorchScript the transformer for one-text calls: it drops the Python overhead of the
-        module tree, taking a question from ~12 ms to ~8 ms on a 2-core CPU. Only for models whose
-        pipeline is transformer + mean pooling (+ normalise); others use encode()."""
-        import torch
-
-        names = [type(module).__name__ for module in self._model]
-        pooling = self._model[1].get_config_dict().get("pooling_mode") if len(names) > 1 else None
-        if names[:2] != ["Transformer", "Pooling"] or pooling != "mean" or names[2:] not in ([], ["Normalize"]):
-            return None
-        example = self.tokenizer(["an example question"], return_tensors="pt")
-        with torch.inference_mode():
-            traced = torch.jit.trace(
-                self._model[0].auto_model,
-                (example["input_ids"], example["attention_mask"]),
-                strict=False,
-                check_trace=False,
-            )
-            return torch.jit.freeze(traced.eval())
-
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Return the number of model tokens in each text, special tokens excluded."""
 

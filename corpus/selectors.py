@@ -81,67 +81,57 @@ def chunk_search(
 ) -> list[Hit]:
     """Return the chunks readable by `user` that best match, fused from vector and full text.
 
-    Each leg takes its top `candidates` (HNSW cosine; websearch_to_tsquery + ts_rank_cd); the
-    legs are fused by reciprocal rank fusion, all in one SQL round trip.
+    Each leg takes its top `candidates` (HNSW cosine distance; websearch_to_tsquery ranked by
+    ts_rank_cd, negated so both legs sort ascending); the legs are fused by reciprocal rank fusion,
+    all in one SQL round trip.
     """
     candidates = max(candidates or settings.CAIRN_RETRIEVAL_CANDIDATES, limit)
     base = chunks_readable_by(user=user)
     if collection_ids is not None:
         base = base.filter(document__collection_id__in=list(collection_ids))
 
-    parts, params = [], []
+    vector_leg = text_leg = None
     if "vector" in legs:
-        vector_qs = (
-            base.annotate(distance=CosineDistance("embedding", list(map(float, query_vector))))
-            .order_by("distance")
-            .values("id", "distance")[:candidates]
+        vector_leg = (
+            base.annotate(score=CosineDistance("embedding", list(map(float, query_vector))))
+            .order_by("score")  # the distance alone: a tie-breaker would stop the HNSW index scan
+            .values("id", "score")[:candidates]
         )
-        sql, leg_params = vector_qs.query.sql_with_params()
-        parts.append(
-            f"vec AS MATERIALIZED (SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS pos FROM ({sql}) v)"
-        )
-        params.extend(leg_params)
-    else:
-        parts.append("vec AS (SELECT NULL::bigint AS id, NULL::float AS distance, NULL::bigint AS pos WHERE false)")
-    # websearch_to_tsquery ANDs the words (and honours "phrases", or, -exclusions). Measured on the
-    # NQ shared split, OR-ing the question's words instead let common words pull wrong passages up
-    # (hybrid recall@1 0.80 with OR, 0.91 with AND, vector alone 0.92): the text leg is there to add
-    # exact matches (codes, names, phrases), not noise.
     if "text" in legs and text.strip():
+        # websearch_to_tsquery ANDs the words (and honours "phrases", or, -exclusions). Measured on
+        # the NQ shared split, OR-ing the question's words instead let common words pull wrong
+        # passages up (hybrid recall@1 0.80 with OR, 0.91 with AND, vector alone 0.92): the text
+        # leg is there to add exact matches (codes, names, phrases), not noise.
         query = SearchQuery(text, search_type="websearch", config=TEXT_SEARCH_CONFIG)
-        text_qs = (
+        text_leg = (
             base.filter(search_vector=query)
-            .annotate(rank=SearchRank(F("search_vector"), query, cover_density=True))
-            .order_by("-rank", "id")
-            .values("id", "rank")[:candidates]
+            .annotate(score=-SearchRank(F("search_vector"), query, cover_density=True))
+            .order_by("score", "id")
+            .values("id", "score")[:candidates]
         )
-        sql, leg_params = text_qs.query.sql_with_params()
-        parts.append(
-            f"txt AS MATERIALIZED (SELECT id, rank, row_number() OVER (ORDER BY rank DESC, id) AS pos FROM ({sql}) t)"
-        )
-        params.extend(leg_params)
-    else:
-        parts.append("txt AS (SELECT NULL::bigint AS id, NULL::float AS rank, NULL::bigint AS pos WHERE false)")
+    vec_sql, vec_params = _leg_cte("vec", vector_leg)
+    txt_sql, txt_params = _leg_cte("txt", text_leg)
 
     sql = f"""
-        WITH {", ".join(parts)},
+        WITH {vec_sql}, {txt_sql},
         fused AS (
-            SELECT COALESCE(vec.id, txt.id) AS id, vec.distance, txt.rank, vec.pos AS vpos, txt.pos AS tpos,
-                   COALESCE(1.0 / (%s + vec.pos), 0) + COALESCE(1.0 / (%s + txt.pos), 0) AS score
+            SELECT COALESCE(vec.id, txt.id) AS id, vec.score AS distance, -txt.score AS text_rank,
+                   vec.pos AS vpos, txt.pos AS tpos,
+                   COALESCE(1.0 / (%s + vec.pos), 0) + COALESCE(1.0 / (%s + txt.pos), 0) AS fused
             FROM vec FULL OUTER JOIN txt ON vec.id = txt.id
-            ORDER BY score DESC, id
+            ORDER BY fused DESC, id
             LIMIT %s
         )
         SELECT f.id, c.document_id, d.collection_id, c.ordinal, d.title, d.source, c.text,
-               f.distance, f.rank, f.vpos, f.tpos, f.score
+               f.distance, f.text_rank, f.vpos, f.tpos, f.fused
         FROM fused f
         JOIN {Chunk._meta.db_table} c ON c.id = f.id
         JOIN {Document._meta.db_table} d ON d.id = c.document_id
-        ORDER BY f.score DESC, f.id
+        ORDER BY f.fused DESC, f.id
     """
     rrf_k = settings.CAIRN_RRF_K
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, rrf_k, rrf_k, limit])
+        cursor.execute(sql, [*vec_params, *txt_params, rrf_k, rrf_k, limit])
         rows = cursor.fetchall()
     return [
         Hit(
@@ -150,3 +140,14 @@ def chunk_search(
         )
         for r in rows
     ]  # fmt: skip
+
+
+def _leg_cte(name: str, leg: QuerySet | None) -> tuple[str, list]:
+    """One search leg as a CTE of (id, score, pos), pos being the 1-based rank by ascending score."""
+    if leg is None:
+        return f"{name} AS (SELECT NULL::bigint AS id, NULL::float AS score, NULL::bigint AS pos WHERE false)", []
+    sql, params = leg.query.sql_with_params()
+    return (
+        f"{name} AS MATERIALIZED (SELECT id, score, row_number() OVER (ORDER BY score, id) AS pos FROM ({sql}) leg)",
+        list(params),
+    )
