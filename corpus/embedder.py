@@ -149,4 +149,10 @@ def embedder_loaded() -> bool:
 
 def embedder_warm_in_background() -> None:
     """Load the embedder in a daemon thread, so a web process's first question does not wait for it."""
-    threading.Thread(target=get_embedder, name="cairn-warm-embedder", daemon=True).start()
+
+    def warm() -> None:
+        # TorchScript optimises a traced graph over its first calls: make them here, not on a question.
+        for _ in range(3):
+            get_embedder().embed(["warm up the query path"])
+
+    threading.Thread(target=warm, name="cairn-warm-embedder", daemon=True).start()
