@@ -104,6 +104,12 @@ CAIRN_EMBEDDING_MODEL = env_str("CAIRN_EMBEDDING_MODEL", "")
 CAIRN_EMBEDDING_BATCH_SIZE = env_int("CAIRN_EMBEDDING_BATCH_SIZE", 32, minimum=1)
 CAIRN_WARM_MODELS = env_bool("CAIRN_WARM_MODELS", True)  # web processes load the embedder at start
 CAIRN_TORCH_THREADS = env_int("CAIRN_TORCH_THREADS", 0, minimum=0)  # 0: torch's default
+# Verifier models (cross-encoders in local directories; see pipeline/verifiers.py).
+CAIRN_NLI_MODEL = Path(env_str("CAIRN_NLI_MODEL", str(BASE_DIR / "models" / "nli")))
+CAIRN_NLI_LABELS = env_list("CAIRN_NLI_LABELS", ["entailment", "neutral", "contradiction"])  # for unnamed labels
+CAIRN_RELEVANCE_MODEL = Path(env_str("CAIRN_RELEVANCE_MODEL", str(BASE_DIR / "models" / "relevance")))
+CAIRN_VERIFIER_BATCH_SIZE = env_int("CAIRN_VERIFIER_BATCH_SIZE", 32, minimum=1)
+CAIRN_VERIFIER_MAX_LENGTH = env_int("CAIRN_VERIFIER_MAX_LENGTH", 256, minimum=16)
 CAIRN_CHUNK_TOKENS = env_int("CAIRN_CHUNK_TOKENS", 200, minimum=16)
 CAIRN_CHUNK_OVERLAP_TOKENS = env_int("CAIRN_CHUNK_OVERLAP_TOKENS", 40, minimum=0)
 CAIRN_INGEST_BATCH_DOCUMENTS = env_int("CAIRN_INGEST_BATCH_DOCUMENTS", 256, minimum=1)

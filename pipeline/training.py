@@ -1,0 +1,134 @@
+"""Fine-tuning cross-encoders on CPU or GPU: seeded, time-capped, resumable from checkpoints.
+
+A plain PyTorch loop over transformers' sequence-classification models, saved as directories the
+CrossEncoder backend loads. Used by the train_nli and train_relevance commands.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+
+@dataclass
+class TrainingConfig:
+    base: str  # a model directory: the bundled MiniLM, or a trained cross-encoder to adapt
+    output: str
+    labels: tuple[str, ...]
+    epochs: int = 3
+    batch_size: int = 32
+    learning_rate: float = 5e-5
+    max_length: int = 128
+    layers: int | None = None  # keep only the first N transformer layers (faster, smaller)
+    seed: int = 13
+    max_minutes: float = 45.0
+    checkpoint_every: int = 200
+
+
+def train_classifier(config: TrainingConfig, pairs: Sequence[tuple[str, str, int]], *, progress=None) -> dict:
+    """Train on (text_a, text_b, label) pairs and save to `config.output`; resume from its checkpoint.
+
+    Returns what happened: steps done, whether it finished or stopped at the time cap.
+    """
+    import numpy as np
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    output = Path(config.output)
+    checkpoint = output / "checkpoint"
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    random.seed(config.seed)
+    np.random.seed(config.seed)
+    torch.manual_seed(config.seed)
+
+    source = str(checkpoint) if (checkpoint / "state.pt").exists() else config.base
+    id2label = dict(enumerate(config.labels))
+    model = AutoModelForSequenceClassification.from_pretrained(
+        source, num_labels=len(config.labels), id2label=id2label, label2id={v: k for k, v in id2label.items()},
+        ignore_mismatched_sizes=True,
+    )  # fmt: skip
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    if config.layers and source == config.base:
+        encoder = getattr(model, model.base_model_prefix)
+        encoder.encoder.layer = encoder.encoder.layer[: config.layers]
+        model.config.num_hidden_layers = config.layers
+    model.to(device)
+
+    steps_per_epoch = (len(pairs) + config.batch_size - 1) // config.batch_size
+    total_steps = steps_per_epoch * config.epochs
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.01)
+    warmup = max(1, total_steps // 10)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total_steps - s) / total_steps)
+    )
+    step = 0
+    if source == str(checkpoint):
+        state = torch.load(checkpoint / "state.pt", map_location=device)
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        step = state["step"]
+
+    def save(where: Path) -> None:
+        where.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(where)
+        tokenizer.save_pretrained(where)
+
+    started = time.monotonic()
+    stopped_early = False
+    model.train()
+    batches: list[list[int]] = []
+    while step < total_steps:
+        epoch, offset = divmod(step, steps_per_epoch)
+        if offset == 0 or not batches:
+            batches = _length_grouped_batches(pairs, config.batch_size, random.Random(config.seed + epoch))
+        batch = [pairs[i] for i in batches[offset]]
+        features = tokenizer(
+            [a for a, _, _ in batch], [b for _, b, _ in batch], padding=True, truncation=True,
+            max_length=config.max_length, return_tensors="pt",
+        ).to(device)  # fmt: skip
+        loss = model(**features, labels=torch.tensor([label for _, _, label in batch], device=device)).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        step += 1
+        if progress:
+            progress(step, total_steps, float(loss))
+        out_of_time = time.monotonic() - started > config.max_minutes * 60
+        if step % config.checkpoint_every == 0 or out_of_time:
+            save(checkpoint)
+            torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": step},
+                       checkpoint / "state.pt")  # fmt: skip
+        if out_of_time and step < total_steps:
+            stopped_early = True
+            break
+
+    if not stopped_early:
+        model.eval()
+        save(output)
+        (output / "training.json").write_text(
+            json.dumps({**asdict(config), "steps": step, "pairs": len(pairs)}, indent=2)
+        )
+    return {"steps": step, "total_steps": total_steps, "finished": not stopped_early, "device": device}
+
+
+def _length_grouped_batches(
+    pairs: Sequence[tuple[str, str, int]], batch_size: int, rng: random.Random
+) -> list[list[int]]:
+    """Shuffled batches of similar length: padding to the longest pair in a batch is what costs on
+    a CPU, and short NLI pairs batched with long passages would pay for them. Deterministic per
+    `rng`, so a resumed run sees the same batches."""
+    order = list(range(len(pairs)))
+    rng.shuffle(order)
+    pool = batch_size * 50
+    batches = []
+    for start in range(0, len(order), pool):
+        group = sorted(order[start : start + pool], key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        batches += [group[i : i + batch_size] for i in range(0, len(group), batch_size)]
+    rng.shuffle(batches)
+    return batches

@@ -1,0 +1,82 @@
+"""Verifier training data: the synthetic swaps, claims from answers, splits. Pure functions."""
+
+import random
+
+from pipeline.nli_data import (
+    CONTRADICTION,
+    ENTAILMENT,
+    NEUTRAL,
+    claim_from,
+    negate,
+    qa_pairs,
+    split,
+    swap_entity,
+    swap_month,
+    swap_number,
+    synthetic_pairs,
+)
+
+SENTENCE = "The Eiffel Tower was completed in March 1889 by the company of Gustave Eiffel."
+
+
+def test_number_swap_changes_a_year_visibly():
+    swapped = swap_number(SENTENCE, random.Random(1))
+    assert swapped != SENTENCE and "1889" not in swapped
+    assert swapped.replace(swapped.split("March ")[1].split(" ")[0], "1889") == SENTENCE
+    assert swap_number("No digits here at all.", random.Random(1)) is None
+
+
+def test_month_swap_and_entity_swap():
+    month = swap_month(SENTENCE, random.Random(2))
+    assert "March" not in month and month.replace(month.split(" ")[6], "March") == SENTENCE
+    entity = swap_entity(SENTENCE, ["Gustave Eiffel", "Alexandre Dumas"], random.Random(3))
+    assert entity.endswith("the company of Alexandre Dumas.") or entity.startswith("The Alexandre Dumas")
+    assert swap_entity("nothing capitalised here.", ["Paris"], random.Random(3)) is None
+
+
+def test_negation_adds_or_removes_not():
+    assert negate(SENTENCE) == "The Eiffel Tower was not completed in March 1889 by the company of Gustave Eiffel."
+    assert negate("Visitors cannot climb the stairs.") == "Visitors can climb the stairs."
+    assert negate("The tower is not open at night.") == "The tower is open at night."
+    assert negate("Tourists climb it.") is None
+
+
+def test_claims_put_the_answer_where_the_question_asks():
+    assert claim_from("who got the first nobel prize in physics?", "Wilhelm Röntgen") == (
+        "Wilhelm Röntgen got the first nobel prize in physics."
+    )
+    assert claim_from("when was the eiffel tower built", "1889") == "when was the eiffel tower built? 1889."
+
+
+def test_qa_pairs_label_right_and_wrong_answers_and_skip_doubtful_wrong_ones():
+    passage = "The first Nobel Prize in Physics went to Wilhelm Röntgen in 1901. Marie Curie won in 1903."
+    rows = [(passage, "who got the first nobel prize in physics", "Wilhelm Röntgen", None)]
+    pairs = qa_pairs(rows, source="nq", rng=random.Random(0), wrong_pool=["Albert Einstein"])
+    assert [(p.label, p.hypothesis) for p in pairs] == [
+        (ENTAILMENT, "Wilhelm Röntgen got the first nobel prize in physics."),
+        (CONTRADICTION, "Albert Einstein got the first nobel prize in physics."),
+    ]
+    doubtful = qa_pairs(rows, source="nq", rng=random.Random(0), wrong_pool=["Marie Curie"])
+    assert [p.label for p in doubtful] == [ENTAILMENT]  # the "wrong" answer appears in the passage
+
+
+def test_synthetic_pairs_have_all_three_labels_and_keep_the_passage_as_premise():
+    passages = [
+        "The bridge opened in May 1932. It was designed by John Bradfield. It carries eight lanes of traffic.",
+        "The library holds 2 million books. Its reading room was restored in 2011 by Anna Smith.",
+    ]
+    pairs = synthetic_pairs(passages, rng=random.Random(4), per_passage=2)
+    assert {p.label for p in pairs} == {ENTAILMENT, NEUTRAL, CONTRADICTION}
+    for pair in pairs:
+        assert pair.premise in passages
+        if pair.label == ENTAILMENT:
+            assert pair.hypothesis in pair.premise
+        if pair.label == CONTRADICTION:
+            assert pair.hypothesis not in pair.premise
+
+
+def test_split_is_deterministic_and_disjoint():
+    items = list(range(100))
+    train, held = split(items, held_out=0.2, seed=7)
+    assert (train, held) == split(items, held_out=0.2, seed=7)
+    assert len(held) == 20 and not set(train) & set(held) and set(train) | set(held) == set(items)

@@ -1,0 +1,68 @@
+"""The verifier backends load any local cross-encoder directory, read its label order, and fail
+clearly on a missing model. The models here are untrained heads on the bundled MiniLM: these tests
+are about the plumbing; the shipped models' quality is measured by benchmarks/verifiers.py."""
+
+import numpy as np
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from corpus.embedder import bundled_model_path
+from pipeline import verifiers
+from pipeline.verifiers import CrossEncoderEntailment, CrossEncoderRelevance, label_order
+
+PAIRS = [("A man is playing a guitar on stage.", "A man plays music."), ("The cat sleeps.", "The dog barks loudly.")]
+
+
+def classifier_dir(path, id2label):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    source = str(bundled_model_path())
+    model = AutoModelForSequenceClassification.from_pretrained(
+        source, num_labels=len(id2label), id2label=id2label, label2id={v: k for k, v in id2label.items()}
+    )
+    model.save_pretrained(path)
+    AutoTokenizer.from_pretrained(source).save_pretrained(path)
+    return str(path)
+
+
+def test_label_order_reads_names_and_falls_back_for_anonymous_labels():
+    deberta = {0: "contradiction", 1: "entailment", 2: "neutral"}
+    assert label_order(deberta, ("entailment", "neutral", "contradiction")) == [1, 2, 0]
+    assert label_order({0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"}, ()) == [0, 1, 2]
+    anonymous = {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"}
+    assert label_order(anonymous, ("contradiction", "neutral", "entailment")) == [2, 1, 0]
+
+
+def test_an_nli_model_in_deberta_order_answers_in_cairns_order(tmp_path):
+    path = classifier_dir(tmp_path / "nli", {0: "contradiction", 1: "entailment", 2: "neutral"})
+    model = CrossEncoderEntailment(path)
+    probabilities = model.predict(PAIRS)
+    assert probabilities.shape == (2, 3)
+    assert np.allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+    raw = model._model.predict(PAIRS, apply_softmax=True, convert_to_numpy=True)
+    assert np.allclose(probabilities[:, 0], raw[:, 1]) and np.allclose(probabilities[:, 2], raw[:, 0])
+    assert model.predict([]).shape == (0, 3)
+
+
+def test_a_relevance_model_with_one_or_two_labels_scores_in_the_unit_interval(tmp_path):
+    for labels in ({0: "relevant"}, {0: "irrelevant", 1: "relevant"}):
+        model = CrossEncoderRelevance(classifier_dir(tmp_path / str(len(labels)), labels))
+        scores = model.score("what does the guitarist play?", [p for p, _ in PAIRS])
+        assert scores.shape == (2,) and np.all((scores >= 0) & (scores <= 1))
+
+
+def test_a_missing_model_is_an_error_naming_the_setting(tmp_path):
+    missing = tmp_path / "nowhere"
+    verifiers._instances.clear()
+    with override_settings(CAIRN_NLI_MODEL=missing, CAIRN_RELEVANCE_MODEL=missing):
+        with pytest.raises(ImproperlyConfigured, match="CAIRN_NLI_MODEL"):
+            verifiers.get_entailment_model()
+        with pytest.raises(ImproperlyConfigured, match="CAIRN_RELEVANCE_MODEL"):
+            verifiers.get_relevance_model()
+    verifiers._instances.clear()
+
+
+def test_a_model_with_the_wrong_head_is_refused(tmp_path):
+    with pytest.raises(ImproperlyConfigured, match="NLI needs 3"):
+        CrossEncoderEntailment(classifier_dir(tmp_path / "two", {0: "no", 1: "yes"}))
