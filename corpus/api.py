@@ -80,7 +80,7 @@ class DocumentListApi(ListAPIView):
 
         def validate(self, data):
             if ("text" in data) == ("file" in data):
-                raise serializers.ValidationError({"text": ["Send either 'text' (with 'title') or 'file', not both."]})
+                raise serializers.ValidationError({"text": ["Send exactly one of 'text' (with 'title') or 'file'."]})
             if "text" in data and not data.get("title"):
                 raise serializers.ValidationError({"title": ["A title is required with 'text'."]})
             return data
@@ -161,10 +161,11 @@ def _documents_from_input(payload: dict) -> list[ExtractedDocument | ExtractionF
         items = extract_bytes(upload.name, upload.read(), source=payload.get("source") or f"upload:{upload.name}")
     except ExtractionError as exc:
         raise CairnError("file", f"{upload.name}: {exc}") from exc
-    for item in items:
-        if isinstance(item, ExtractedDocument):
-            item.title = payload.get("title") or item.title
-            item.metadata = {**item.metadata, **payload["metadata"]}
+    documents = [item for item in items if isinstance(item, ExtractedDocument)]
+    for document in documents:
+        document.metadata = {**document.metadata, **payload["metadata"]}
+    if len(documents) == 1 and payload.get("title"):  # a title names one document, not a .jsonl's lines
+        documents[0].title = payload["title"]
     return items
 
 

@@ -81,6 +81,7 @@ def documents_ingest(
     chunks)` is called after each batch with the counts it handled.
     """
     report = IngestReport()
+    documents = map(_without_nul, documents)
     seen_sources: set[str] = set()
     batch_size = settings.CAIRN_INGEST_BATCH_DOCUMENTS
     iterator = iter(documents)
@@ -174,6 +175,27 @@ def _ingest_batch(
     report.updated += sum(o.outcome == "updated" for o in written)
     report.chunks += len(rows)
     return len(rows)
+
+
+def _without_nul(document: ExtractedDocument) -> ExtractedDocument:
+    """Postgres text and jsonb cannot hold NUL characters; a stray one must not fail the batch."""
+
+    def clean(value):
+        if isinstance(value, str):
+            return value.replace("\x00", "")
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return ExtractedDocument(
+        title=clean(document.title),
+        text=clean(document.text),
+        source=clean(document.source),
+        mime_type=document.mime_type,
+        metadata=clean(document.metadata),
+    )
 
 
 def embedding_input(title: str, text: str) -> str:
