@@ -104,36 +104,28 @@ class CrossEncoderRelevance:
 
 
 _lock = threading.Lock()
-_instances: dict[str, object] = {}
+_instances: dict[tuple[type, str], object] = {}
 
 
-def _instance(key: str, build):
+def _loaded(cls: type, path: Path):
+    """One instance per model class and directory per process, built on first use."""
+    key = (cls, str(path))
     if key not in _instances:
         with _lock:
             if key not in _instances:
-                _instances[key] = build()
+                _instances[key] = cls(
+                    str(path),
+                    batch_size=settings.CAIRN_VERIFIER_BATCH_SIZE,
+                    max_length=settings.CAIRN_VERIFIER_MAX_LENGTH,
+                )
     return _instances[key]
 
 
 def get_entailment_model() -> EntailmentModel:
-    """Return this process's NLI model, loading it on first call."""
-    return _instance(
-        "nli",
-        lambda: CrossEncoderEntailment(
-            str(settings.CAIRN_NLI_MODEL),
-            batch_size=settings.CAIRN_VERIFIER_BATCH_SIZE,
-            max_length=settings.CAIRN_VERIFIER_MAX_LENGTH,
-        ),
-    )
+    """Return this process's NLI model (CAIRN_NLI_MODEL), loading it on first call."""
+    return _loaded(CrossEncoderEntailment, settings.CAIRN_NLI_MODEL)
 
 
 def get_relevance_model() -> RelevanceModel:
-    """Return this process's relevance model, loading it on first call."""
-    return _instance(
-        "relevance",
-        lambda: CrossEncoderRelevance(
-            str(settings.CAIRN_RELEVANCE_MODEL),
-            batch_size=settings.CAIRN_VERIFIER_BATCH_SIZE,
-            max_length=settings.CAIRN_VERIFIER_MAX_LENGTH,
-        ),
-    )
+    """Return this process's relevance model (CAIRN_RELEVANCE_MODEL), loading it on first call."""
+    return _loaded(CrossEncoderRelevance, settings.CAIRN_RELEVANCE_MODEL)

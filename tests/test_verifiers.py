@@ -54,13 +54,11 @@ def test_a_relevance_model_with_one_or_two_labels_scores_in_the_unit_interval(tm
 
 def test_a_missing_model_is_an_error_naming_the_setting(tmp_path):
     missing = tmp_path / "nowhere"
-    verifiers._instances.clear()
     with override_settings(CAIRN_NLI_MODEL=missing, CAIRN_RELEVANCE_MODEL=missing):
         with pytest.raises(ImproperlyConfigured, match="CAIRN_NLI_MODEL"):
             verifiers.get_entailment_model()
         with pytest.raises(ImproperlyConfigured, match="CAIRN_RELEVANCE_MODEL"):
             verifiers.get_relevance_model()
-    verifiers._instances.clear()
 
 
 def test_a_model_with_the_wrong_head_is_refused(tmp_path):
