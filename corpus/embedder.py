@@ -68,7 +68,7 @@ class SentenceTransformerEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        if len(texts) == 1:
+        if len(texts) == 1 and self._traced is not None:
             return self._embed_one(texts[0])
         vectors = self._model.encode(
             texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
@@ -80,8 +80,6 @@ class SentenceTransformerEmbedder:
         tokens is exactly the model's masked mean pooling."""
         import torch
 
-        if self._traced is None:
-            return self._model.encode([text], normalize_embeddings=True, convert_to_numpy=True).astype(np.float32)
         with torch.inference_mode():
             features = self.tokenizer(
                 [text], return_tensors="pt", truncation=True, max_length=self._model.max_seq_length

@@ -45,14 +45,15 @@ def train_classifier(config: TrainingConfig, pairs: Sequence[tuple[str, str, int
     np.random.seed(config.seed)
     torch.manual_seed(config.seed)
 
-    source = str(checkpoint) if (checkpoint / "state.pt").exists() else config.base
+    resuming = (checkpoint / "state.pt").exists()
+    source = str(checkpoint) if resuming else config.base
     id2label = dict(enumerate(config.labels))
     model = AutoModelForSequenceClassification.from_pretrained(
         source, num_labels=len(config.labels), id2label=id2label, label2id={v: k for k, v in id2label.items()},
         ignore_mismatched_sizes=True,
     )  # fmt: skip
     tokenizer = AutoTokenizer.from_pretrained(source)
-    if config.layers and source == config.base:
+    if config.layers and not resuming:
         encoder = getattr(model, model.base_model_prefix)
         encoder.encoder.layer = encoder.encoder.layer[: config.layers]
         model.config.num_hidden_layers = config.layers
@@ -66,7 +67,7 @@ def train_classifier(config: TrainingConfig, pairs: Sequence[tuple[str, str, int
         optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total_steps - s) / total_steps)
     )
     step = 0
-    if source == str(checkpoint):
+    if resuming:
         state = torch.load(checkpoint / "state.pt", map_location=device)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
