@@ -4,7 +4,7 @@ PY := .venv/bin/python
 ADDR ?= 127.0.0.1:8000
 STAMP := .venv/.installed-$(shell sha256sum requirements.txt | cut -c1-12)
 
-.PHONY: help venv setup run worker test lint bench
+.PHONY: help venv setup run worker test lint bench verifiers
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
@@ -38,3 +38,10 @@ bench: venv  ## run the benchmarks (minutes; figures and plots under benchmarks/
 	$(PY) benchmarks/ingest.py
 	$(PY) benchmarks/retrieval_quality.py
 	$(PY) benchmarks/retrieval.py
+	$(PY) benchmarks/verifiers.py
+
+verifiers: venv  ## retrain, calibrate and measure the shipped verifier models (about 90 minutes on 2 cores)
+	$(PY) manage.py train_nli
+	$(PY) manage.py train_relevance
+	$(PY) manage.py calibrate_gate
+	$(PY) benchmarks/verifiers.py --card

@@ -25,14 +25,31 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return value
 
 
-def env_float(name: str, default: float) -> float:
+def env_float(name: str, default: float, *, minimum: float | None = None, maximum: float | None = None) -> float:
     raw = os.environ.get(name)
     if raw is None:
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ImproperlyConfigured(f"{name} must be between {minimum} and {maximum}, got {value}")
+    return value
+
+
+def env_floats(name: str, default: list[float], *, length: int) -> list[float]:
+    """A comma-separated list of exactly `length` numbers."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        values = [float(item) for item in raw.split(",")]
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be {length} comma-separated numbers, got {raw!r}") from None
+    if len(values) != length:
+        raise ImproperlyConfigured(f"{name} must be {length} comma-separated numbers, got {raw!r}")
+    return values
 
 
 def env_bool(name: str, default: bool) -> bool:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import dj_database_url
 
-from config.env import env_bool, env_choice, env_int, env_list, env_str
+from config.env import env_bool, env_choice, env_float, env_floats, env_int, env_list, env_str
+from pipeline.calibration import read_calibration
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -108,8 +109,23 @@ CAIRN_TORCH_THREADS = env_int("CAIRN_TORCH_THREADS", 0, minimum=0)  # 0: torch's
 CAIRN_NLI_MODEL = Path(env_str("CAIRN_NLI_MODEL", str(BASE_DIR / "models" / "nli")))
 CAIRN_NLI_LABELS = env_list("CAIRN_NLI_LABELS", ["entailment", "neutral", "contradiction"])  # for unnamed labels
 CAIRN_RELEVANCE_MODEL = Path(env_str("CAIRN_RELEVANCE_MODEL", str(BASE_DIR / "models" / "relevance")))
-CAIRN_VERIFIER_BATCH_SIZE = env_int("CAIRN_VERIFIER_BATCH_SIZE", 32, minimum=1)
+CAIRN_VERIFIER_BATCH_SIZE = env_int("CAIRN_VERIFIER_BATCH_SIZE", 128, minimum=1)  # most pairs in a batch
+CAIRN_VERIFIER_BATCH_TOKENS = env_int("CAIRN_VERIFIER_BATCH_TOKENS", 6144, minimum=64)  # padded tokens per batch
 CAIRN_VERIFIER_MAX_LENGTH = env_int("CAIRN_VERIFIER_MAX_LENGTH", 256, minimum=16)
+# auto: bfloat16 on CPUs with AMX (about 2.7x faster than float32 there), float32 elsewhere.
+CAIRN_VERIFIER_DTYPE = env_choice("CAIRN_VERIFIER_DTYPE", "auto", ("auto", "float32", "bfloat16"))
+# Thresholds from `manage.py calibrate_gate` (pipeline/calibration.py); the environment overrides them.
+CAIRN_CALIBRATION_FILE = Path(env_str("CAIRN_CALIBRATION_FILE", str(BASE_DIR / "models" / "calibration.json")))
+_calibrated = read_calibration(CAIRN_CALIBRATION_FILE)
+CAIRN_GROUNDING_THRESHOLD = env_float(
+    "CAIRN_GROUNDING_THRESHOLD", _calibrated.get("grounding_threshold", 0.65), minimum=0.0, maximum=1.0
+)
+CAIRN_RELEVANCE_UPPER = env_float(
+    "CAIRN_RELEVANCE_UPPER", _calibrated.get("relevance_upper", 0.7), minimum=0.0, maximum=1.0
+)
+CAIRN_RELEVANCE_LOWER = env_float(
+    "CAIRN_RELEVANCE_LOWER", _calibrated.get("relevance_lower", 0.3), minimum=0.0, maximum=1.0
+)
 CAIRN_CHUNK_TOKENS = env_int("CAIRN_CHUNK_TOKENS", 200, minimum=16)
 CAIRN_CHUNK_OVERLAP_TOKENS = env_int("CAIRN_CHUNK_OVERLAP_TOKENS", 40, minimum=0)
 CAIRN_INGEST_BATCH_DOCUMENTS = env_int("CAIRN_INGEST_BATCH_DOCUMENTS", 256, minimum=1)
@@ -118,6 +134,33 @@ CAIRN_RETRIEVAL_CANDIDATES = env_int("CAIRN_RETRIEVAL_CANDIDATES", 50, minimum=1
 CAIRN_RRF_K = env_int("CAIRN_RRF_K", 60, minimum=1)
 
 CAIRN_ANSWER_SENTENCES = env_int("CAIRN_ANSWER_SENTENCES", 3, minimum=1)
+
+# --- The verification gate and corrective retrieval (pipeline/gate.py, pipeline/search.py) -----
+CAIRN_TRUST_WEIGHTS = env_floats(
+    "CAIRN_TRUST_WEIGHTS", [0.55, 0.15, 0.30], length=3
+)  # relevance, consistency, agreement
+CAIRN_VERIFIED_THRESHOLD = env_float("CAIRN_VERIFIED_THRESHOLD", 0.75, minimum=0.0, maximum=1.0)
+CAIRN_UNCERTAIN_THRESHOLD = env_float("CAIRN_UNCERTAIN_THRESHOLD", 0.40, minimum=0.0, maximum=1.0)
+CAIRN_STRIP_THRESHOLD = env_float("CAIRN_STRIP_THRESHOLD", 0.5, minimum=0.0, maximum=1.0)
+CAIRN_CONTRADICTION_THRESHOLD = env_float("CAIRN_CONTRADICTION_THRESHOLD", 0.5, minimum=0.0, maximum=1.0)
+CAIRN_AGREEMENT_MAX_PAIRS = env_int("CAIRN_AGREEMENT_MAX_PAIRS", 28, minimum=0)
+CAIRN_SEARCH_PROVIDER = env_choice("CAIRN_SEARCH_PROVIDER", "none", ("none", "searxng", "http-json"))
+CAIRN_SEARCH_URL = env_str("CAIRN_SEARCH_URL", "")
+CAIRN_SEARCH_AUTH_HEADER = env_str("CAIRN_SEARCH_AUTH_HEADER", "")  # "Authorization: Bearer ..."
+CAIRN_SEARCH_FIELDS = env_list("CAIRN_SEARCH_FIELDS", [])  # "results=hits", "text=snippet", ...
+CAIRN_SEARCH_TIMEOUT = env_float("CAIRN_SEARCH_TIMEOUT", 5.0, minimum=0.1)
+CAIRN_SEARCH_MAX_RESULTS = env_int("CAIRN_SEARCH_MAX_RESULTS", 5, minimum=1)
+CAIRN_SEARCH_TRUSTED_DOMAINS = env_list("CAIRN_SEARCH_TRUSTED_DOMAINS", [])
+
+# --- Generation ------------------------------------------------------------------------------
+CAIRN_GENERATOR = env_choice("CAIRN_GENERATOR", "extractive", ("extractive", "ollama"))  # for mode=standard
+CAIRN_GENERATOR_OVERRIDE = env_bool("CAIRN_GENERATOR_OVERRIDE", True)  # may a query pick its generator?
+OLLAMA_HOST = env_str("OLLAMA_HOST", "http://127.0.0.1:11434")
+CAIRN_OLLAMA_MODEL = env_str("CAIRN_OLLAMA_MODEL", "llama3.2:3b")
+CAIRN_OLLAMA_TIMEOUT = env_float("CAIRN_OLLAMA_TIMEOUT", 60.0, minimum=0.1)
+CAIRN_DEEP_AGREEMENT = env_float("CAIRN_DEEP_AGREEMENT", 0.7, minimum=0.0, maximum=1.0)
+CAIRN_DEEP_MAX_ITERATIONS = env_int("CAIRN_DEEP_MAX_ITERATIONS", 5, minimum=0)
+CAIRN_DEEP_KEEP = env_int("CAIRN_DEEP_KEEP", 8, minimum=1)  # evidence kept between iterations
 CAIRN_CURATORS_GROUP = env_str("CAIRN_CURATORS_GROUP", "curators")
 
 # Django refuses bodies above this before DRF parses them; the documents API turns it into a 413.

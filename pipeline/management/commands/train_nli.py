@@ -5,12 +5,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
 from corpus.embedder import bundled_model_path
 from corpus.models import Chunk
 from pipeline.nli_data import LABELS, nli_training_pairs, shared_splits
-from pipeline.training import TrainingConfig, train_classifier
+from pipeline.training import TrainingConfig, train_with_progress
 
 DEFAULT_DATA = settings.BASE_DIR.parent / "shared" / "data"
 
@@ -32,9 +31,9 @@ class Command(BaseCommand):
         parser.add_argument("--base", default=str(bundled_model_path()), help="Model directory to start from.")
         parser.add_argument("--output", default=str(settings.CAIRN_NLI_MODEL))
         parser.add_argument("--epochs", type=int, default=3)
-        parser.add_argument("--batch-size", type=int, default=32)
+        parser.add_argument("--batch-size", type=int, default=16)
         parser.add_argument("--learning-rate", type=float, default=5e-5)
-        parser.add_argument("--max-length", type=int, default=128)
+        parser.add_argument("--max-length", type=int, default=160)
         parser.add_argument("--layers", type=int, help="Keep only the first N transformer layers.")
         parser.add_argument("--seed", type=int, default=13)
         parser.add_argument("--max-minutes", type=float, default=45.0)
@@ -63,20 +62,6 @@ class Command(BaseCommand):
             layers=options["layers"],
             seed=seed,
             max_minutes=options["max_minutes"],
+            data={f"{source}/{label}": n for (source, label), n in sorted(counts.items())},
         )
-        with tqdm(desc="training NLI", unit="step") as bar:
-
-            def progress(step: int, total: int, loss: float) -> None:
-                bar.total = total
-                bar.n = step
-                bar.set_postfix(loss=f"{loss:.3f}")
-                bar.refresh()
-
-            result = train_classifier(config, [(p.premise, p.hypothesis, p.label) for p in pairs], progress=progress)
-        if result["finished"]:
-            self.stdout.write(f"Saved to {output} after {result['steps']} steps on {result['device']}.")
-        else:
-            self.stdout.write(
-                f"Stopped at the time cap after {result['steps']}/{result['total_steps']} steps; "
-                "run the same command again to continue from the checkpoint."
-            )
+        train_with_progress(self.stdout, "training NLI", config, [(p.premise, p.hypothesis, p.label) for p in pairs])
