@@ -8,5 +8,7 @@ application = get_asgi_application()
 
 if settings.CAIRN_WARM_MODELS:
     from corpus.embedder import embedder_warm_in_background
+    from pipeline.verifiers import verifiers_warm_in_background
 
     embedder_warm_in_background()
+    verifiers_warm_in_background()

@@ -9,5 +9,7 @@ application = get_wsgi_application()
 # Only web processes import this module (runserver included), so only they pay for the warm-up.
 if settings.CAIRN_WARM_MODELS:
     from corpus.embedder import embedder_warm_in_background
+    from pipeline.verifiers import verifiers_warm_in_background
 
     embedder_warm_in_background()
+    verifiers_warm_in_background()

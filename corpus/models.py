@@ -67,6 +67,9 @@ class Chunk(models.Model):
     heading = models.CharField(max_length=500, blank=True, help_text="The document title when it was chunked.")
     text = models.TextField()
     token_count = models.PositiveIntegerField()
+    consistency = models.FloatField(
+        default=1.0, help_text="Internal consistency in [0, 1], scored at ingestion (corpus/consistency.py)."
+    )
     embedding = VectorField(dimensions=EMBEDDING_DIM)
     # Maintained by Postgres from the row itself (a generated column, declared here, no trigger):
     # the heading weighs more than the body in ts_rank_cd.

@@ -62,6 +62,7 @@ class Hit:
     title: str
     source: str
     text: str
+    consistency: float  # scored at ingestion (corpus/consistency.py)
     vector_distance: float | None  # cosine distance; None when only full text found the chunk
     text_rank: float | None  # ts_rank_cd; None when only the vector search found the chunk
     vector_position: int | None  # 1-based rank within each leg
@@ -122,7 +123,7 @@ def chunk_search(
             ORDER BY fused DESC, id
             LIMIT %s
         )
-        SELECT f.id, c.document_id, d.collection_id, c.ordinal, d.title, d.source, c.text,
+        SELECT f.id, c.document_id, d.collection_id, c.ordinal, d.title, d.source, c.text, c.consistency,
                f.distance, f.text_rank, f.vpos, f.tpos, f.fused
         FROM fused f
         JOIN {Chunk._meta.db_table} c ON c.id = f.id
@@ -136,7 +137,8 @@ def chunk_search(
     return [
         Hit(
             chunk_id=r[0], document_id=r[1], collection_id=r[2], ordinal=r[3], title=r[4], source=r[5], text=r[6],
-            vector_distance=r[7], text_rank=r[8], vector_position=r[9], text_position=r[10], score=float(r[11]),
+            consistency=r[7], vector_distance=r[8], text_rank=r[9], vector_position=r[10], text_position=r[11],
+            score=float(r[12]),
         )
         for r in rows
     ]  # fmt: skip

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from corpus.chunking import chunk_text
+from corpus.consistency import consistency_score
 from corpus.embedder import Embedder, get_embedder
 from corpus.extract import ExtractedDocument, ExtractionFailure
 from corpus.models import Chunk, Collection, Document
@@ -163,6 +164,7 @@ def _ingest_batch(
                 heading=doc.title,
                 text=piece.text,
                 token_count=piece.token_count,
+                consistency=consistency_score(piece.text),
                 embedding=next(vectors),
             )
             for doc, doc_pieces in zip(todo, pieces)

@@ -1,45 +1,60 @@
-"""REST endpoints for asking questions and for health."""
+"""REST endpoints for asking questions, reading recorded answers, and health."""
 
 from django.db import connection
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from corpus.embedder import embedder_loaded
+from pipeline.models import Answer, Evidence
+from pipeline.selectors import answer_get
 from pipeline.services import question_answer
 
 
-class EvidenceSerializer(serializers.Serializer):
-    n = serializers.IntegerField()
-    chunk_id = serializers.IntegerField()
-    document_id = serializers.IntegerField()
-    collection_id = serializers.IntegerField()
-    title = serializers.CharField()
-    source = serializers.CharField()
+class StripSerializer(serializers.Serializer):
     text = serializers.CharField()
-    vector_distance = serializers.FloatField(allow_null=True)
-    text_rank = serializers.FloatField(allow_null=True)
-    fused_score = serializers.FloatField(source="score")
-    cited = serializers.BooleanField()
+    relevance = serializers.FloatField()
+    kept = serializers.BooleanField(help_text="Kept by knowledge refinement: what the generator saw.")
+
+
+class EvidenceSerializer(serializers.ModelSerializer):
+    chunk_id = serializers.IntegerField(allow_null=True, help_text="Empty for external and inferred evidence.")
+    document_id = serializers.IntegerField(source="chunk.document_id", allow_null=True, default=None)
+    strips = StripSerializer(many=True)
+    notes = serializers.ListField(child=serializers.CharField())
+
+    class Meta:
+        model = Evidence
+        fields = [
+            "n", "origin", "chunk_id", "document_id", "title", "source", "text", "bucket", "trust", "relevance",
+            "consistency", "agreement", "strips", "notes", "cited", "vector_distance", "text_rank", "fused_score",
+        ]  # fmt: skip
 
 
 class CitationSerializer(serializers.Serializer):
     n = serializers.IntegerField(help_text="The [n] in the answer; also the evidence item's n.")
-    chunk_id = serializers.IntegerField()
-    document_id = serializers.IntegerField()
-    title = serializers.CharField()
-    source = serializers.CharField()
+    chunk_id = serializers.IntegerField(allow_null=True)
+    origin = serializers.CharField()
+    strips = serializers.ListField(child=serializers.CharField(), help_text="The refined strips the answer drew on.")
 
 
-class AnswerOutputSerializer(serializers.Serializer):
-    response_id = serializers.UUIDField()
-    question = serializers.CharField()
-    answer = serializers.CharField()
+class AnswerSerializer(serializers.ModelSerializer):
+    answer = serializers.CharField(source="text")
     citations = CitationSerializer(many=True)
     evidence = EvidenceSerializer(many=True)
+    external = serializers.DictField(help_text="provider, query, results (count), error; empty when none ran.")
+    notes = serializers.ListField(child=serializers.CharField())
     timings_ms = serializers.DictField(child=serializers.FloatField())
+
+    class Meta:
+        model = Answer
+        fields = [
+            "response_id", "question", "answer", "found", "mode", "action", "generator", "citations", "evidence",
+            "external", "iterations", "agreement", "notes", "timings_ms", "created_at",
+        ]  # fmt: skip
 
 
 class QueryApi(APIView):
@@ -49,23 +64,24 @@ class QueryApi(APIView):
         collections = serializers.ListField(
             child=serializers.SlugField(), required=False, allow_empty=False, max_length=100
         )
+        mode = serializers.ChoiceField(choices=Answer.Mode.choices, default=Answer.Mode.STANDARD)
+        generator = serializers.ChoiceField(choices=["extractive", "ollama"], required=False)
 
-    @extend_schema(request=QueryInputSerializer, responses=AnswerOutputSerializer)
+    @extend_schema(request=QueryInputSerializer, responses=AnswerSerializer)
     def post(self, request):
         data = self.QueryInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         state = question_answer(user=request.user, **data.validated_data)
-        cited = set(state.cited)
-        evidence = [{"n": n, "cited": n in cited, **vars(hit)} for n, hit in enumerate(state.hits, start=1)]
-        result = {
-            "response_id": state.record.response_id,
-            "question": state.question,
-            "answer": state.answer,
-            "citations": [evidence[n - 1] for n in state.cited],
-            "evidence": evidence,
-            "timings_ms": state.timings_ms,
-        }
-        return Response(AnswerOutputSerializer(result).data)
+        return Response(AnswerSerializer(answer_get(user=request.user, response_id=state.record.response_id)).data)
+
+
+class AnswerDetailApi(APIView):
+    @extend_schema(responses=AnswerSerializer)
+    def get(self, request, response_id):
+        answer = answer_get(user=request.user, response_id=response_id)
+        if answer is None:
+            raise NotFound("no answer with this response id for you")
+        return Response(AnswerSerializer(answer).data)
 
 
 class HealthOutputSerializer(serializers.Serializer):

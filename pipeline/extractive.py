@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from corpus.chunking import split_sentences
 
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     [
         "a",
         "an",
@@ -95,7 +95,7 @@ def content_terms(text: str) -> set[str]:
     """Lower-cased words minus stopwords, with a crude plural fold (kings -> king)."""
     terms = set()
     for word in _WORD.findall(text.lower()):
-        if word in _STOPWORDS:
+        if word in STOPWORDS:
             continue
         terms.add(word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word)
     return terms

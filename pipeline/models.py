@@ -1,4 +1,4 @@
-"""What was asked and answered, with the evidence each answer rested on."""
+"""What was asked and answered, with every piece of evidence weighed, and why."""
 
 import uuid
 
@@ -9,11 +9,26 @@ from corpus.models import Chunk
 
 
 class Answer(models.Model):
+    class Mode(models.TextChoices):
+        FAST = "fast", "fast: gate + extractive"
+        STANDARD = "standard", "standard: gate + configured generator"
+        DEEP = "deep", "deep: retroactive loop (Ollama)"
+
     response_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="answers")
     question = models.TextField()
     text = models.TextField()
+    found = models.BooleanField(default=True, help_text="False for the explicit not-found answer.")
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.STANDARD)
+    action = models.CharField(max_length=10, blank=True, help_text="CRAG action: CORRECT, AMBIGUOUS or INCORRECT.")
+    generator = models.CharField(max_length=20, blank=True, help_text="The generator that wrote the answer.")
     citations = models.JSONField(default=list, blank=True)
+    external = models.JSONField(
+        default=dict, blank=True, help_text="The external search: provider, query, results, error; empty if none ran."
+    )
+    iterations = models.PositiveIntegerField(null=True, blank=True, help_text="Retroactive loop iterations (deep).")
+    agreement = models.FloatField(null=True, blank=True, help_text="Agreement of the two deep-mode answers.")
+    notes = models.JSONField(default=list, blank=True, help_text="Fallbacks and corrections, in words.")
     timings_ms = models.JSONField(default=dict, blank=True, help_text="Milliseconds spent in each pipeline stage.")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -25,19 +40,39 @@ class Answer(models.Model):
 
 
 class Evidence(models.Model):
+    class Origin(models.TextChoices):
+        CORPUS = "corpus"
+        EXTERNAL = "external", "external (never enters the corpus by this path)"
+        INFERRED = "inferred", "inferred (deep mode, from cited evidence)"
+
+    class Bucket(models.TextChoices):
+        VERIFIED = "VERIFIED"
+        UNCERTAIN = "UNCERTAIN"
+        REJECTED = "REJECTED"
+
     answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="evidence")
+    n = models.PositiveIntegerField(help_text="The evidence number: the [n] citations use.")
+    origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.CORPUS)
     # Re-ingesting a changed document replaces its chunks; the snapshot keeps what was shown.
-    chunk = models.ForeignKey(Chunk, null=True, on_delete=models.SET_NULL, related_name="+")
-    rank = models.PositiveIntegerField(help_text="1 is the best-fused hit.")
+    chunk = models.ForeignKey(Chunk, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    title = models.CharField(max_length=500, blank=True)
+    source = models.CharField(max_length=2000, blank=True, help_text="Document source, or the external URL.")
     text = models.TextField()
     vector_distance = models.FloatField(null=True, help_text="Cosine distance; empty if only full text found it.")
     text_rank = models.FloatField(null=True, help_text="ts_rank_cd; empty if only the vector search found it.")
-    fused_score = models.FloatField(help_text="Reciprocal rank fusion score.")
+    fused_score = models.FloatField(null=True, help_text="Reciprocal rank fusion score (corpus evidence).")
+    relevance = models.FloatField(null=True)
+    consistency = models.FloatField(null=True)
+    agreement = models.FloatField(null=True)
+    trust = models.FloatField(null=True, help_text="The gate's V score.")
+    bucket = models.CharField(max_length=10, choices=Bucket.choices, blank=True)
+    strips = models.JSONField(default=list, blank=True, help_text="[{text, relevance, kept}] after refinement.")
+    notes = models.JSONField(default=list, blank=True)
     cited = models.BooleanField(default=False)
 
     class Meta:
-        ordering = ["answer_id", "rank"]
-        constraints = [models.UniqueConstraint(fields=["answer", "rank"], name="evidence_rank_unique")]
+        ordering = ["answer_id", "n"]
+        constraints = [models.UniqueConstraint(fields=["answer", "n"], name="evidence_n_unique")]
 
     def __str__(self) -> str:
-        return f"{self.answer_id}#{self.rank}"
+        return f"{self.answer_id}#{self.n}"

@@ -1,7 +1,11 @@
-"""The forward path: an ordered list of stages over one `QueryState`.
+"""The forward path: an ordered list of stages over one `QueryState` (../shared/DESIGN.md).
 
-Each stage is a plain function of the state, testable alone. Later stages (rank, verify,
-correct) slot into `STAGES` without changing the others.
+    embed_query -> retrieve -> verify -> correct -> refine -> generate -> record
+
+Each stage is a plain function of the state, testable alone; each is timed. `verify` is the gate
+(pipeline/gate.py), `correct` asks the external source only when the gate says it should,
+`generate` writes from VERIFIED evidence only (or runs the retroactive loop in deep mode), and
+`record` stores everything the response shows, in one transaction.
 """
 
 from __future__ import annotations
@@ -15,12 +19,21 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from corpus.consistency import consistency_score
 from corpus.embedder import get_embedder
 from corpus.selectors import Hit, chunk_search
-from pipeline.extractive import extractive_answer
+from pipeline.gate import Action, Bucket, Candidate, Gate, Strip, action_for, candidate_from_hit, refine, strips_of
+from pipeline.generators import (
+    EvidenceText,
+    Generation,
+    GeneratorUnavailable,
+    OllamaGenerator,
+    get_generator,
+    not_found,
+)
 from pipeline.models import Answer, Evidence
-
-NOT_FOUND = "Not found in the knowledge base: no readable document matches this question."
+from pipeline.search import SearchError, get_search_provider, keyword_query, trusted_first
+from pipeline.verifiers import get_entailment_model, get_relevance_model
 
 
 @dataclass
@@ -28,13 +41,32 @@ class QueryState:
     user: AbstractBaseUser
     question: str
     top_k: int
+    mode: str = Answer.Mode.STANDARD
+    generator: str = ""  # empty: the mode's default
     collection_ids: list[int] | None = None
     query_vector: np.ndarray | None = None
     hits: list[Hit] = field(default_factory=list)
-    answer: str = ""
-    cited: list[int] = field(default_factory=list)  # evidence numbers (1-based) the answer cites
+    candidates: list[Candidate] = field(default_factory=list)
+    gate: Gate | None = None
+    action: Action | None = None
+    external: dict = field(default_factory=dict)
+    generation: Generation | None = None
+    iterations: int | None = None
+    agreement: float | None = None
+    notes: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     record: Answer | None = None
+
+    @property
+    def verified(self) -> list[Candidate]:
+        return [c for c in self.candidates if c.bucket is Bucket.VERIFIED]
+
+    def generator_name(self) -> str:
+        if self.mode == Answer.Mode.FAST:
+            return "extractive"
+        if self.mode == Answer.Mode.DEEP:
+            return "ollama"
+        return self.generator or settings.CAIRN_GENERATOR
 
 
 def embed_query(state: QueryState) -> None:
@@ -49,47 +81,162 @@ def retrieve(state: QueryState) -> None:
         limit=state.top_k,
         collection_ids=state.collection_ids,
     )
+    state.candidates = [candidate_from_hit(n, hit) for n, hit in enumerate(state.hits, start=1)]
 
 
-def generate_extractive(state: QueryState) -> None:
-    answer, cited = extractive_answer(
-        state.question, [hit.text for hit in state.hits], max_sentences=settings.CAIRN_ANSWER_SENTENCES
-    )
-    state.answer, state.cited = (answer, cited) if answer else (NOT_FOUND, [])
+def verify(state: QueryState) -> None:
+    state.gate = Gate(state.question, get_relevance_model(), get_entailment_model())
+    state.gate.verify(state.candidates)
+    state.action = action_for([c.relevance for c in state.candidates])
+
+
+def correct(state: QueryState) -> None:
+    """External knowledge, only when the retrieval needs it: the action is AMBIGUOUS or INCORRECT,
+    or nothing is VERIFIED while something is UNCERTAIN (it needs confirmation to be usable). A
+    CORRECT retrieval with verified evidence does not search: its UNCERTAIN leftovers would cost a
+    call per question for little. Results are verified like chunks; they confirm or refute the
+    UNCERTAIN ones and, when VERIFIED themselves, may be cited (labelled external)."""
+    uncertain = [c for c in state.candidates if c.bucket is Bucket.UNCERTAIN]
+    if state.action is Action.CORRECT and (state.verified or not uncertain):
+        return
+    provider = get_search_provider()
+    if provider.name == "none":
+        return
+    query = _search_query(state)
+    state.external = {"provider": provider.name, "query": query, "results": 0}
+    try:
+        results = provider.search(query, limit=settings.CAIRN_SEARCH_MAX_RESULTS)
+    except SearchError as exc:
+        state.external["error"] = str(exc)
+        state.notes.append(f"external search failed; answered from the corpus alone ({exc})")
+        return
+    results = trusted_first(results, settings.CAIRN_SEARCH_TRUSTED_DOMAINS)[: settings.CAIRN_SEARCH_MAX_RESULTS]
+    state.external["results"] = len(results)
+    first = len(state.candidates) + 1
+    external = [
+        Candidate(
+            n=n, text=r.text, title=r.title, source=r.url, consistency=consistency_score(r.text), origin="external",
+            strips=[Strip(s) for s in strips_of(r.text)],
+        )
+        for n, r in enumerate(results, start=first)
+    ]  # fmt: skip
+    state.candidates += external
+    state.gate.verify(state.candidates)  # cached: only the new candidates and pairs cost model calls
+    state.gate.confirm(uncertain, external)
+
+
+def _search_query(state: QueryState) -> str:
+    """Keywords for the external source: the LLM rewrites when the answer uses one, else a
+    deterministic extractor does."""
+    if state.generator_name() == "ollama":
+        try:
+            rewritten = _ollama().complete(
+                "Rewrite this question as a short web search query of keywords only. Reply with the query alone.\n"
+                f"Question: {state.question}"
+            )
+            if rewritten:
+                return rewritten.splitlines()[0].strip().strip('"')[:200]
+        except GeneratorUnavailable:
+            pass  # the generate stage reports Ollama's absence; keywords still work
+    return keyword_query(state.question)
+
+
+def refine_stage(state: QueryState) -> None:
+    refine(state.candidates)
+
+
+refine_stage.__name__ = "refine"
+
+
+def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
+    return [EvidenceText(c.n, c.refined or c.text, c.title, c.origin) for c in candidates]
+
+
+def generate(state: QueryState) -> None:
+    name = state.generator_name()
+    if not state.verified:
+        state.generation = not_found("none")  # no generator runs without verified evidence
+        return
+    try:
+        if state.mode == Answer.Mode.DEEP:
+            from pipeline.retro import retroactive_loop
+
+            state.generation = retroactive_loop(state, _ollama())
+        else:
+            state.generation = get_generator(name).generate(state.question, evidence_texts(state.verified))
+    except GeneratorUnavailable as exc:
+        state.notes.append(f"{name} unavailable, answered extractively instead: {exc}")
+        state.generation = get_generator("extractive").generate(state.question, evidence_texts(state.verified))
+    state.notes += state.generation.notes
+
+
+def _ollama() -> OllamaGenerator:
+    return get_generator("ollama")
 
 
 def record(state: QueryState) -> None:
-    cited = set(state.cited)
+    generation = state.generation
+    cited = set(generation.cited)
+    by_n = {c.n: c for c in state.candidates}
     with transaction.atomic():
         state.record = Answer.objects.create(
             user=state.user,
             question=state.question,
-            text=state.answer,
-            citations=[{"n": n, "chunk_id": state.hits[n - 1].chunk_id} for n in state.cited],
-            timings_ms=state.timings_ms,
+            text=generation.text,
+            found=generation.found,
+            mode=state.mode,
+            action=state.action or "",
+            generator=generation.generator,
+            citations=[
+                {
+                    "n": n,
+                    "chunk_id": by_n[n].hit.chunk_id if by_n[n].hit else None,
+                    "origin": by_n[n].origin,
+                    "strips": [s.text for s in by_n[n].strips if s.kept],
+                }
+                for n in generation.cited
+            ],  # fmt: skip
+            external=state.external,
+            iterations=state.iterations,
+            agreement=state.agreement,
+            notes=state.notes,
+            timings_ms=dict(state.timings_ms),
         )
         Evidence.objects.bulk_create(
             Evidence(
                 answer=state.record,
-                chunk_id=hit.chunk_id,
-                rank=rank,
-                text=hit.text,
-                vector_distance=hit.vector_distance,
-                text_rank=hit.text_rank,
-                fused_score=hit.score,
-                cited=rank in cited,
+                n=c.n,
+                origin=c.origin,
+                chunk_id=c.hit.chunk_id if c.hit else None,
+                title=c.title[:500],
+                source=c.source[:2000],
+                text=c.text,
+                vector_distance=c.hit.vector_distance if c.hit else None,
+                text_rank=c.hit.text_rank if c.hit else None,
+                fused_score=c.hit.score if c.hit else None,
+                relevance=c.relevance,
+                consistency=c.consistency,
+                agreement=c.agreement,
+                trust=c.trust,
+                bucket=c.bucket,
+                strips=[{"text": s.text, "relevance": s.relevance, "kept": s.kept} for s in c.strips],
+                notes=c.notes,
+                cited=c.n in cited,
             )
-            for rank, hit in enumerate(state.hits, start=1)
+            for c in state.candidates
         )
 
 
 Stage = Callable[[QueryState], None]
-STAGES: tuple[Stage, ...] = (embed_query, retrieve, generate_extractive, record)
+STAGES: tuple[Stage, ...] = (embed_query, retrieve, verify, correct, refine_stage, generate, record)
 
 
 def pipeline_run(state: QueryState, stages: Sequence[Stage] = STAGES) -> QueryState:
     """Run `stages` in order, timing each. The stored timings stop before `record` itself."""
+    started_all = time.perf_counter()
     for stage in stages:
+        if stage is record:
+            state.timings_ms["total"] = round((time.perf_counter() - started_all) * 1000, 2)
         started = time.perf_counter()
         stage(state)
         state.timings_ms[stage.__name__] = round((time.perf_counter() - started) * 1000, 2)

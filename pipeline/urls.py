@@ -4,5 +4,6 @@ from pipeline import api
 
 urlpatterns = [
     path("query", api.QueryApi.as_view(), name="query"),
+    path("answers/<uuid:response_id>", api.AnswerDetailApi.as_view(), name="answer-detail"),
     path("health", api.HealthApi.as_view(), name="health"),
 ]

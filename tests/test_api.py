@@ -34,9 +34,10 @@ def test_query_returns_a_cited_answer_with_its_evidence_and_records_it(charlie):
     assert len(body["evidence"]) == 5
     first = body["evidence"][0]
     assert first["n"] == 1 and first["cited"] and first["title"] == "List of Nobel laureates in Physics"
-    assert {"vector_distance", "text_rank", "fused_score", "chunk_id", "document_id"} <= set(first)
+    assert {"vector_distance", "text_rank", "fused_score", "chunk_id", "document_id", "bucket", "trust"} <= set(first)
+    assert first["bucket"] == "VERIFIED" and first["origin"] == "corpus"
     assert body["citations"][0]["n"] == 1 and body["citations"][0]["chunk_id"] == first["chunk_id"]
-    assert set(body["timings_ms"]) == {"embed_query", "retrieve", "generate_extractive", "record"}
+    assert set(body["timings_ms"]) == {"embed_query", "retrieve", "verify", "correct", "refine", "generate", "total"}
     answer = Answer.objects.get(response_id=body["response_id"])
     assert answer.user == charlie and answer.text == body["answer"]
     assert [e.chunk_id for e in answer.evidence.all()] == [e["chunk_id"] for e in body["evidence"]]
@@ -59,6 +60,9 @@ def test_query_says_plainly_when_nothing_is_found(charlie):
         ({"question": QUESTION, "collections": "demo"}, "collections"),
         ({"question": QUESTION, "collections": []}, "collections"),
         ({"question": QUESTION, "collections": ["no-such-collection"]}, "collections"),
+        ({"question": QUESTION, "mode": "turbo"}, "mode"),
+        ({"question": QUESTION, "generator": "gpt"}, "generator"),
+        ({"question": QUESTION, "mode": "fast", "generator": "ollama"}, "generator"),
     ],
 )
 def test_bad_query_input_gets_a_400_naming_the_field(charlie, payload, field):

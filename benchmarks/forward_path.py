@@ -1,0 +1,163 @@
+"""The verified forward path on the NQ shared split: answer accuracy, the gate's action, latency.
+
+    .venv/bin/python benchmarks/forward_path.py [--questions 200]
+
+The corpus is the split's gold Wikipedia passages in collection `nq` of the `cairn_bench`
+database (ingested by retrieval_quality.py's code path; a re-run skips what is there). For the
+held-out NQ questions (pipeline.nli_data's split, never trained on), each asked through the
+service the API uses, mode `fast`, top_k 8:
+- accuracy: a gold answer string appears in the answer;
+- action: CORRECT expected when the gold passage was retrieved; then the same question with the
+  gold document retracted for that one query (a rolled-back transaction), INCORRECT expected;
+- latency of the whole path, query embedding to recorded answer, per stage, and its ratio to
+  plain retrieval (embed + retrieve);
+- external search calls per 100 queries when the gold passage is present, against a loopback
+  SearxNG-format server (what a deployment with a search provider would pay).
+Writes benchmarks/results/forward_path.json and forward_path.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from _common import RESULTS, django_setup, nq_passages, nq_rows, percentile, write_result
+
+
+def searx_stub() -> tuple[str, list[int]]:
+    """A SearxNG-format server with no results; counts the calls."""
+    calls = [0]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            calls[0] += 1
+            body = b'{"query": "", "results": []}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}", calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--questions", type=int, default=200, help="Held-out questions to ask (of 371).")
+    args = parser.parse_args()
+    django_setup()
+    from django.contrib.auth.models import User
+    from django.db import transaction
+    from django.test import override_settings
+    from tqdm import tqdm
+
+    from corpus.extract import ExtractedDocument
+    from corpus.models import Document
+    from corpus.services import collection_get_or_create, documents_ingest
+    from pipeline.nli_data import HELD_OUT, SPLIT_SEED, split
+    from pipeline.services import question_answer
+
+    passages = nq_passages()
+    collection, _ = collection_get_or_create(slug="nq", group_names=["nq-readers"])
+    with tqdm(total=len(passages), desc="ingesting NQ passages", unit="doc") as bar:
+        documents_ingest(
+            collection=collection,
+            documents=[ExtractedDocument(p["title"], p["text"], p["id"], "text/plain") for p in passages],
+            on_progress=lambda docs, chunks: bar.update(docs),
+        )
+    user, _ = User.objects.get_or_create(username="nq-reader")
+    user.groups.add(*collection.groups.all())
+    document_of = dict(Document.objects.filter(collection=collection).values_list("source", "id"))
+    gold = {q: document_of[p["id"]] for p in passages for q in p["questions"]}
+    rows = nq_rows()
+    _train, held_out = split(list(range(len(rows))), held_out=HELD_OUT["nq"], seed=SPLIT_SEED)
+    questions = held_out[: args.questions]
+
+    ask = lambda index: question_answer(user=user, question=rows[index]["question"], top_k=8, mode="fast")  # noqa: E731
+    ask(questions[0])  # load the models before timing
+    searx_url, searx_calls = searx_stub()
+    present = {"correct_answer": 0, "gold_retrieved": 0, "action_correct_given_gold": 0, "actions": Counter()}
+    removed = {"actions": Counter()}
+    timings: dict[str, list[float]] = {}
+    with override_settings(CAIRN_SEARCH_PROVIDER="searxng", CAIRN_SEARCH_URL=searx_url):
+        for index in tqdm(questions, desc="asking (gold present)", unit="q"):
+            state = ask(index)
+            for stage, ms in state.timings_ms.items():
+                timings.setdefault(stage, []).append(ms)
+            answers = rows[index]["answers"]
+            present["correct_answer"] += any(a.lower() in state.generation.text.lower() for a in answers)
+            present["actions"][state.action] += 1
+            if any(h.document_id == gold[index] for h in state.hits):
+                present["gold_retrieved"] += 1
+                present["action_correct_given_gold"] += state.action == "CORRECT"
+        calls_present = searx_calls[0]
+        for index in tqdm(questions, desc="asking (gold retracted)", unit="q"):
+            with transaction.atomic():
+                Document.objects.filter(id=gold[index]).update(status=Document.Status.RETRACTED)
+                removed["actions"][ask(index).action] += 1
+                transaction.set_rollback(True)
+
+    n = len(questions)
+    stages = [s for s in timings if s != "total"]
+    plain = [a + b for a, b in zip(timings["embed_query"], timings["retrieve"], strict=True)]
+    result = {
+        "questions": n,
+        "mode": "fast",
+        "top_k": 8,
+        "answer_accuracy": present["correct_answer"] / n,
+        "gold_retrieved": present["gold_retrieved"] / n,
+        "action_correct_when_gold_retrieved": present["action_correct_given_gold"] / max(1, present["gold_retrieved"]),
+        "actions_gold_present": dict(present["actions"]),
+        "action_incorrect_when_gold_removed": removed["actions"]["INCORRECT"] / n,
+        "actions_gold_removed": dict(removed["actions"]),
+        "external_calls_per_100_gold_present": 100 * calls_present / n,
+        "latency_ms": {
+            "total_p50": percentile(timings["total"], 50),
+            "total_p95": percentile(timings["total"], 95),
+            "plain_retrieval_p50": percentile(plain, 50),
+            "ratio_to_plain_retrieval_p50": percentile(timings["total"], 50) / percentile(plain, 50),
+            "per_stage_p50": {s: percentile(timings[s], 50) for s in stages},
+            "per_stage_p95": {s: percentile(timings[s], 95) for s in stages},
+        },
+    }
+    print({k: v for k, v in result.items() if k != "latency_ms"})
+    print(result["latency_ms"])
+    plot(result, stages)
+    print(f"wrote {write_result('forward_path', result)} and {RESULTS / 'forward_path.png'}")
+
+
+def plot(result: dict, stages: list[str]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    bottom = 0.0
+    for stage in stages:
+        value = result["latency_ms"]["per_stage_p50"][stage]
+        left.bar(["fast path p50"], [value], bottom=bottom, label=f"{stage} {value:.0f} ms")
+        bottom += value
+    left.axhline(500, color="red", linestyle="--", label="floor p50 500 ms")
+    left.set_ylabel("ms")
+    left.legend(fontsize=8)
+    left.set_title(f"Latency per stage (p95 total {result['latency_ms']['total_p95']:.0f} ms)")
+    names = ["answer accuracy", "CORRECT | gold retrieved", "INCORRECT | gold removed"]
+    values = [result["answer_accuracy"], result["action_correct_when_gold_retrieved"],
+              result["action_incorrect_when_gold_removed"]]  # fmt: skip
+    right.barh(names, values)
+    right.set_xlim(0, 1)
+    right.set_title(f"NQ held-out, {result['questions']} questions, mode fast")
+    fig.tight_layout()
+    fig.savefig(RESULTS / "forward_path.png", dpi=110)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""The verification gate (seed 002, VG-RAG) and the CRAG action (seed 003).
+
+Every piece of evidence, a retrieved chunk or an external passage, becomes a `Candidate` and gets
+a trust score before anything is generated from it:
+
+    V = relevance * (w_rel + w_cons * consistency + w_agree * agreement)     (CAIRN_TRUST_WEIGHTS)
+
+a weighted mix of the seed's three signals, scaled by relevance: tidy, undisputed text that does
+not address the question earns nothing, and a relevant chunk loses trust for each defect.
+
+- relevance: the relevance evaluator on (question, text), scored at query time in one batched
+  call, then the strips (sentences) of the candidates that clear the lower threshold in another;
+- consistency: corpus/consistency.py, scored once at ingestion (external passages: on arrival);
+- agreement: 1 - (share of the other relevant candidates that contradict it). Two candidates
+  contradict when the NLI model says so in both directions for their best strips (the shipped
+  model over-calls contradiction when the premise is the shorter text; requiring both
+  directions removes most of that), and only pairs that could disagree are compared (both
+  relevant, sharing at least two content words): an outlier that contradicts the majority
+  loses; two candidates that contradict each other both lose.
+
+Buckets: VERIFIED >= CAIRN_VERIFIED_THRESHOLD (0.75), UNCERTAIN >= CAIRN_UNCERTAIN_THRESHOLD
+(0.40), REJECTED below, and relevance below CAIRN_RELEVANCE_LOWER is REJECTED outright. With the
+default weights (0.55, 0.15, 0.30) a fully relevant chunk contradicted by every other one scores
+0.70 (UNCERTAIN: it goes to external confirmation) and one with every consistency defect 0.85.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from itertools import combinations
+
+from django.conf import settings
+
+from corpus.chunking import split_sentences
+from corpus.selectors import Hit
+from pipeline.extractive import content_terms
+
+
+class Bucket(enum.StrEnum):
+    VERIFIED = "VERIFIED"
+    UNCERTAIN = "UNCERTAIN"
+    REJECTED = "REJECTED"
+
+
+class Action(enum.StrEnum):
+    CORRECT = "CORRECT"  # at least one candidate clears the upper relevance threshold
+    AMBIGUOUS = "AMBIGUOUS"
+    INCORRECT = "INCORRECT"  # every candidate falls below the lower one (or there are none)
+
+
+@dataclass
+class Strip:
+    text: str
+    relevance: float = 0.0
+    kept: bool = False
+
+
+@dataclass
+class Candidate:
+    """One piece of evidence under verification, numbered as the response numbers it."""
+
+    n: int
+    text: str
+    title: str
+    source: str  # the document's source, or the external result's URL
+    consistency: float
+    origin: str = "corpus"  # or "external": never enters the corpus or the counters by this path
+    hit: Hit | None = None
+    strips: list[Strip] = field(default_factory=list)
+    relevance: float | None = None  # None until scored
+    agreement: float = 1.0
+    contradicted_by: list[int] = field(default_factory=list)
+    trust: float = 0.0
+    bucket: Bucket = Bucket.REJECTED
+    settled: bool = False  # confirmed or refuted by an external passage: re-verifying keeps that verdict
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def best_strip(self) -> Strip | None:
+        return max(self.strips, key=lambda s: s.relevance, default=None)
+
+    @property
+    def refined(self) -> str:
+        """Knowledge refinement (CRAG decompose-then-recompose): the kept strips, in order."""
+        return " ".join(s.text for s in self.strips if s.kept)
+
+
+def candidate_from_hit(n: int, hit: Hit) -> Candidate:
+    return Candidate(
+        n=n, text=hit.text, title=hit.title, source=hit.source, consistency=hit.consistency, hit=hit,
+        strips=[Strip(text) for text in strips_of(hit.text)],
+    )  # fmt: skip
+
+
+def strips_of(text: str, *, min_words: int = 6) -> list[str]:
+    """Sentences, with fragments shorter than `min_words` joined to the next sentence."""
+    strips: list[str] = []
+    pending = ""
+    for sentence in split_sentences(text):
+        pending = f"{pending} {sentence}".strip()
+        if len(pending.split()) >= min_words:
+            strips.append(pending)
+            pending = ""
+    if pending:
+        if strips:
+            strips[-1] = f"{strips[-1]} {pending}"
+        else:
+            strips.append(pending)
+    return strips
+
+
+def trust_score(relevance: float, consistency: float, agreement: float) -> float:
+    w_rel, w_cons, w_agree = settings.CAIRN_TRUST_WEIGHTS
+    return round(relevance * (w_rel + w_cons * consistency + w_agree * agreement) / (w_rel + w_cons + w_agree), 4)
+
+
+def bucket_for(trust: float, relevance: float) -> Bucket:
+    if relevance < settings.CAIRN_RELEVANCE_LOWER or trust < settings.CAIRN_UNCERTAIN_THRESHOLD:
+        return Bucket.REJECTED
+    return Bucket.VERIFIED if trust >= settings.CAIRN_VERIFIED_THRESHOLD else Bucket.UNCERTAIN
+
+
+def action_for(relevances: list[float]) -> Action:
+    if any(r >= settings.CAIRN_RELEVANCE_UPPER for r in relevances):
+        return Action.CORRECT
+    if all(r < settings.CAIRN_RELEVANCE_LOWER for r in relevances):
+        return Action.INCORRECT
+    return Action.AMBIGUOUS
+
+
+def could_disagree(a: str, b: str) -> bool:
+    """Two strips can only contradict each other about something they both mention."""
+    return a != b and len(content_terms(a) & content_terms(b)) >= 2
+
+
+def agreement_scores(relevant: list[int], contradictions: set[frozenset[int]]) -> dict[int, float]:
+    """1 - share of the other relevant candidates that contradict each relevant candidate."""
+    others = max(1, len(relevant) - 1)
+    return {i: 1 - sum(frozenset((i, j)) in contradictions for j in relevant if j != i) / others for i in relevant}
+
+
+def refine(candidates: list[Candidate]) -> None:
+    """Knowledge refinement (CRAG decompose-then-recompose): keep the strips the relevance evaluator
+    scored at or above CAIRN_STRIP_THRESHOLD. A candidate verified as a whole whose evidence is
+    spread over sentences none of which clears the bar keeps its best strip rather than nothing."""
+    for candidate in candidates:
+        for strip in candidate.strips:
+            strip.kept = strip.relevance >= settings.CAIRN_STRIP_THRESHOLD
+        relevant = candidate.relevance is not None and candidate.relevance >= settings.CAIRN_RELEVANCE_LOWER
+        if relevant and candidate.strips and not any(s.kept for s in candidate.strips):
+            candidate.best_strip.kept = True
+
+
+class Gate:
+    """Scores candidates with the verifier models, caching what it has scored, so adding external
+    candidates later costs only their own relevance calls and their new pairs."""
+
+    def __init__(self, question: str, relevance_model, nli_model) -> None:
+        self.question = question
+        self.relevance_model = relevance_model
+        self.nli_model = nli_model
+        self._contradiction: dict[tuple[str, str], float] = {}
+
+    def score_relevance(self, candidates: list[Candidate]) -> None:
+        """Relevance of each new candidate, then of the strips of those that clear the lower
+        threshold (the others are rejected whatever their sentences say): two batched calls."""
+        todo = [c for c in candidates if c.relevance is None]
+        for candidate, score in zip(todo, self.relevance_model.score(self.question, [c.text for c in todo]).tolist()):
+            candidate.relevance = round(score, 4)
+        relevant = [c for c in todo if c.relevance >= settings.CAIRN_RELEVANCE_LOWER]
+        strips = [s for c in relevant for s in c.strips]
+        for strip, score in zip(strips, self.relevance_model.score(self.question, [s.text for s in strips]).tolist()):
+            strip.relevance = round(score, 4)
+
+    def score_agreement(self, candidates: list[Candidate]) -> None:
+        relevant = [c for c in candidates if c.relevance >= settings.CAIRN_RELEVANCE_LOWER and c.strips]
+        pairs = [(a, b) for a, b in combinations(relevant, 2) if could_disagree(a.best_strip.text, b.best_strip.text)][
+            : settings.CAIRN_AGREEMENT_MAX_PAIRS
+        ]
+        directed = {(a.best_strip.text, b.best_strip.text) for a, b in pairs}
+        todo = sorted((directed | {(b, a) for a, b in directed}) - self._contradiction.keys())
+        if todo:
+            probabilities = self.nli_model.predict(todo)[:, 2]
+            self._contradiction.update(zip(todo, probabilities.tolist(), strict=True))
+        threshold = settings.CAIRN_CONTRADICTION_THRESHOLD
+
+        def contradict(a: str, b: str) -> bool:
+            return min(self._contradiction[(a, b)], self._contradiction[(b, a)]) >= threshold
+
+        contradictions = {frozenset((a.n, b.n)) for a, b in pairs if contradict(a.best_strip.text, b.best_strip.text)}
+        scores = agreement_scores([c.n for c in relevant], contradictions)
+        for candidate in candidates:
+            candidate.agreement = round(scores.get(candidate.n, 1.0), 4)
+            candidate.contradicted_by = sorted(
+                other for pair in contradictions if candidate.n in pair for other in pair if other != candidate.n
+            )
+
+    def verify(self, candidates: list[Candidate]) -> None:
+        """Relevance, agreement, trust and bucket for every candidate (cached where already known)."""
+        self.score_relevance(candidates)
+        self.score_agreement(candidates)
+        for candidate in candidates:
+            candidate.trust = trust_score(candidate.relevance, candidate.consistency, candidate.agreement)
+            if not candidate.settled:
+                candidate.bucket = bucket_for(candidate.trust, candidate.relevance)
+
+    def confirm(self, uncertain: list[Candidate], external: list[Candidate]) -> None:
+        """External passages settle UNCERTAIN corpus candidates: one that entails a candidate's best
+        strip promotes it to VERIFIED; one that contradicts it demotes it to REJECTED."""
+        sources = [e for e in external if e.relevance >= settings.CAIRN_RELEVANCE_LOWER]
+        pairs = [(e, c) for c in uncertain if c.strips for e in sources]
+        if not pairs:
+            return
+        probabilities = self.nli_model.predict([(e.text, c.best_strip.text) for e, c in pairs])
+        threshold = settings.CAIRN_CONTRADICTION_THRESHOLD
+        for (external_candidate, candidate), (entail, _neutral, contradict) in zip(pairs, probabilities, strict=True):
+            if candidate.bucket is not Bucket.UNCERTAIN:
+                continue  # already settled by an earlier external passage
+            if contradict >= threshold:
+                candidate.bucket, candidate.settled = Bucket.REJECTED, True
+                candidate.notes.append(f"contradicted by external [{external_candidate.n}]")
+            elif entail >= settings.CAIRN_GROUNDING_THRESHOLD:
+                candidate.bucket, candidate.settled = Bucket.VERIFIED, True
+                candidate.notes.append(f"confirmed by external [{external_candidate.n}]")

@@ -1,0 +1,132 @@
+"""The retroactive loop (seed 001, RetroRAG): deep mode, Ollama only.
+
+Answer twice (temperature 0 and 1) and measure how much the two agree (NLI entailment both
+ways, averaged). While they disagree (below CAIRN_DEEP_AGREEMENT) and iterations remain
+(CAIRN_DEEP_MAX_ITERATIONS):
+1. infer: ask the LLM for statements that follow from the verified evidence, each citing its
+   sources; keep only those that pass the question-relevance gate (relevance evaluator >=
+   CAIRN_RELEVANCE_LOWER) and the reference-attribution gate (their cited sources entail them:
+   NLI >= CAIRN_GROUNDING_THRESHOLD). They join the evidence as "inferred";
+2. follow up: ask for one search query for what is still missing, retrieve with it, verify the
+   new chunks with the same gate, merge, keep the best CAIRN_DEEP_KEEP by trust;
+3. answer twice again and re-measure.
+The answer is the temperature-0 one of the last round; the iterations used are reported.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from django.conf import settings
+
+from corpus.selectors import chunk_search
+from pipeline.gate import Bucket, Candidate, Strip, candidate_from_hit, refine
+from pipeline.generators import Generation, OllamaGenerator
+
+_CITED_LINE = re.compile(r"^\s*(?:[-*\d.)]+\s*)?(.+?)\s*((?:\[\d+\]\s*)+)$")
+
+
+def answers_agreement(nli, first: str, second: str) -> float:
+    """Mean of P(entailment) in both directions: 1 when each answer implies the other."""
+    probabilities = nli.predict([(first, second), (second, first)])
+    return float(np.mean(probabilities[:, 0]))
+
+
+def inferred_statements(text: str) -> list[tuple[str, list[int]]]:
+    """Lines of the form "statement [1][3]" -> (statement, [1, 3])."""
+    found = []
+    for line in text.splitlines():
+        match = _CITED_LINE.match(line)
+        if match:
+            found.append((match.group(1).strip(), [int(n) for n in re.findall(r"\d+", match.group(2))]))
+    return found
+
+
+def _answer_pair(state, generator: OllamaGenerator, evidence) -> tuple[Generation, Generation]:
+    from pipeline.stages import evidence_texts
+
+    texts = evidence_texts(evidence)
+    return (
+        generator.generate(state.question, texts, temperature=0.0),
+        generator.generate(state.question, texts, temperature=1.0),
+    )
+
+
+def _infer(state, generator: OllamaGenerator) -> list[Candidate]:
+    from pipeline.stages import evidence_texts
+
+    listing = "\n".join(f"[{e.n}] {e.text}" for e in evidence_texts(state.verified))
+    reply = generator.complete(
+        "From the evidence below, write up to three short statements that follow from it and help answer the "
+        "question. One statement per line, each ending with the numbers of the evidence it follows from, like [1][2].\n\n"
+        f"Evidence:\n{listing}\n\nQuestion: {state.question}\nStatements:"
+    )
+    by_n = {c.n: c for c in state.verified}
+    statements = [(s, [n for n in cited if n in by_n]) for s, cited in inferred_statements(reply)]
+    statements = [(s, cited) for s, cited in statements if cited]
+    if not statements:
+        return []
+    relevance = state.gate.relevance_model.score(state.question, [s for s, _ in statements])
+    entailment = state.gate.nli_model.predict([(" ".join(by_n[n].text for n in cited), s) for s, cited in statements])[
+        :, 0
+    ]
+    kept = []
+    next_n = max(c.n for c in state.candidates) + 1
+    for (statement, cited), rel, entail in zip(statements, relevance, entailment, strict=True):
+        if rel < settings.CAIRN_RELEVANCE_LOWER or entail < settings.CAIRN_GROUNDING_THRESHOLD:
+            continue
+        candidate = Candidate(
+            n=next_n, text=statement, title="inferred", source=",".join(map(str, cited)), consistency=1.0,
+            origin="inferred", strips=[Strip(statement, float(rel), True)], relevance=round(float(rel), 4),
+            notes=[f"inferred from {', '.join(f'[{n}]' for n in cited)}; attribution {entail:.2f}"],
+        )  # fmt: skip
+        candidate.trust = round(float(min(rel, entail)), 4)
+        candidate.bucket = Bucket.VERIFIED
+        kept.append(candidate)
+        next_n += 1
+    return kept
+
+
+def _follow_up(state, generator: OllamaGenerator) -> None:
+    from corpus.embedder import get_embedder
+
+    query = generator.complete(
+        "Write one short search query for information still missing to answer the question. Reply with the query "
+        f"alone.\nQuestion: {state.question}\nWhat we know: "
+        + " ".join(c.refined or c.text for c in state.verified)[:1500]
+    ).splitlines()
+    query = (query[0] if query else "").strip().strip('"')
+    if not query:
+        return
+    hits = chunk_search(
+        user=state.user,
+        query_vector=get_embedder().embed([query])[0],
+        text=query,
+        limit=state.top_k,
+        collection_ids=state.collection_ids,
+    )
+    known = {c.hit.chunk_id for c in state.candidates if c.hit}
+    next_n = max(c.n for c in state.candidates) + 1
+    for hit in hits:
+        if hit.chunk_id not in known:
+            state.candidates.append(candidate_from_hit(next_n, hit))
+            next_n += 1
+    state.gate.verify([c for c in state.candidates if c.origin != "inferred"])
+    refine(state.candidates)
+
+
+def retroactive_loop(state, generator: OllamaGenerator) -> Generation:
+    nli = state.gate.nli_model
+    first, second = _answer_pair(state, generator, state.verified)
+    state.agreement = answers_agreement(nli, first.text, second.text)
+    state.iterations = 0
+    while state.agreement < settings.CAIRN_DEEP_AGREEMENT and state.iterations < settings.CAIRN_DEEP_MAX_ITERATIONS:
+        state.iterations += 1
+        state.candidates += _infer(state, generator)
+        _follow_up(state, generator)
+        keep = sorted(state.verified, key=lambda c: (-c.trust, c.n))[: settings.CAIRN_DEEP_KEEP]
+        first, second = _answer_pair(state, generator, sorted(keep, key=lambda c: c.n))
+        state.agreement = answers_agreement(nli, first.text, second.text)
+    state.agreement = round(state.agreement, 4)
+    return first

@@ -1,0 +1,108 @@
+"""Loopback HTTP servers that speak the real protocols of what cannot run on these machines: an
+Ollama server with weights and an external search engine. The real clients (the `ollama`
+package, httpx) talk to them over TCP; replies are scripted per test."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+
+class LoopbackServer:
+    """Serves `handle(method, path, query, body) -> (status, payload)`; payload a dict (JSON), a
+    list of dicts (NDJSON stream) or None. Records every request in `calls`."""
+
+    def __init__(self, handle: Callable) -> None:
+        self.calls: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self, method: str) -> None:
+                url = urlparse(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"null") if length else None
+                outer.calls.append({"method": method, "path": url.path, "query": parse_qs(url.query), "body": body,
+                                    "headers": dict(self.headers)})  # fmt: skip
+                status, payload = handle(method, url.path, parse_qs(url.query), body)
+                if isinstance(payload, list):  # a stream: newline-delimited JSON, as Ollama streams
+                    data = b"".join(json.dumps(item).encode() + b"\n" for item in payload)
+                    content_type = "application/x-ndjson"
+                else:
+                    data = json.dumps(payload).encode()
+                    content_type = "application/json"
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._serve("GET")
+
+            def do_POST(self):
+                self._serve("POST")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> LoopbackServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def searxng(results_for: Callable[[str], list[dict]]) -> LoopbackServer:
+    """SearxNG's JSON API: GET /search?q=...&format=json -> {"query", "results": [{title, url, content}]}."""
+
+    def handle(method, path, query, body):
+        if path != "/search" or query.get("format") != ["json"]:
+            return 403, {"error": "format not allowed"}  # what SearxNG does without json enabled
+        q = query["q"][0]
+        return 200, {"query": q, "number_of_results": 0, "results": results_for(q), "answers": [], "suggestions": []}
+
+    return LoopbackServer(handle)
+
+
+def ollama(
+    chat: Callable[[list[dict], dict], str], generate: Callable[[str, dict], str] | None = None
+) -> LoopbackServer:
+    """Ollama's HTTP API: /api/chat and /api/generate, streamed (NDJSON) or not, plus /api/tags.
+    `chat(messages, options)` and `generate(prompt, options)` script the model's replies."""
+
+    def meta(model: str) -> dict:
+        return {"model": model, "created_at": "2026-11-22T00:00:00Z"}
+
+    def done(model: str) -> dict:
+        return meta(model) | {"done": True, "done_reason": "stop", "total_duration": 1000, "eval_count": 1}
+
+    def handle(method, path, query, body):
+        if path == "/api/tags":
+            return 200, {"models": [{"name": "llama3.2:3b", "model": "llama3.2:3b"}]}
+        model = body.get("model", "")
+        options = body.get("options") or {}
+        if path == "/api/chat":
+            text = chat(body["messages"], options)
+            piece = lambda content: {"message": {"role": "assistant", "content": content}}  # noqa: E731
+        elif path == "/api/generate" and generate is not None:
+            text = generate(body["prompt"], options)
+            piece = lambda content: {"response": content}  # noqa: E731
+        else:
+            return 404, {"error": f"unknown path {path}"}
+        if body.get("stream", True):
+            words = text.split(" ")
+            chunks = [meta(model) | piece(w + ("" if i == len(words) - 1 else " ")) | {"done": False}
+                      for i, w in enumerate(words)]  # fmt: skip
+            return 200, [*chunks, done(model) | piece("")]
+        return 200, done(model) | piece(text)
+
+    return LoopbackServer(handle)

@@ -1,0 +1,113 @@
+"""The verification gate: pure scoring rules, then the real shipped verifier models on crafted
+cases built from a real NQ passage (demo corpus)."""
+
+import pytest
+from django.test import override_settings
+
+from pipeline.gate import (
+    Action,
+    Bucket,
+    Candidate,
+    Gate,
+    Strip,
+    action_for,
+    agreement_scores,
+    bucket_for,
+    could_disagree,
+    refine,
+    strips_of,
+    trust_score,
+)
+from pipeline.verifiers import get_entailment_model, get_relevance_model
+
+QUESTION = "who got the first nobel prize in physics"
+TRUE = (
+    "The first Nobel Prize in Physics was awarded in 1901 to Wilhelm Conrad Röntgen, of Germany, who received "
+    "150,782 SEK. John Bardeen is the only laureate to win the prize twice, in 1956 and 1972."
+)
+AGREEING = "The first Nobel Prize in Physics went to Wilhelm Röntgen in 1901."
+CONTRADICTING = "The first Nobel Prize in Physics was not awarded to Wilhelm Conrad Röntgen."
+IRRELEVANT = "The cafeteria on the second floor opens at 8 am and serves soup on Fridays."
+
+
+def candidate(n: int, text: str, consistency: float = 1.0, origin: str = "corpus") -> Candidate:
+    return Candidate(n=n, text=text, title="", source="", consistency=consistency, origin=origin,
+                     strips=[Strip(s) for s in strips_of(text)])  # fmt: skip
+
+
+def gate() -> Gate:
+    return Gate(QUESTION, get_relevance_model(), get_entailment_model())
+
+
+def test_strips_are_sentences_with_fragments_joined():
+    assert strips_of("Short one. This sentence has enough words in it. Ok.") == [
+        "Short one. This sentence has enough words in it. Ok."
+    ]
+    assert strips_of("The tower opened in 1889 to the public. It is 330 metres tall today.") == [
+        "The tower opened in 1889 to the public.",
+        "It is 330 metres tall today.",
+    ]
+
+
+def test_trust_buckets_follow_the_documented_weights():
+    assert trust_score(0.98, 1.0, 1.0) == 0.98 and trust_score(1.0, 1.0, 0.0) == 0.7
+    assert bucket_for(trust_score(0.98, 1.0, 1.0), 0.98) is Bucket.VERIFIED
+    assert bucket_for(trust_score(0.98, 1.0, 0.0), 0.98) is Bucket.UNCERTAIN  # the outlier loses
+    assert bucket_for(trust_score(0.98, 0.0, 1.0), 0.98) is Bucket.VERIFIED  # defects alone do not reject
+    assert bucket_for(trust_score(0.35, 1.0, 1.0), 0.35) is Bucket.REJECTED  # tidy but barely relevant
+    with override_settings(CAIRN_RELEVANCE_LOWER=0.3):
+        assert bucket_for(0.9, 0.29) is Bucket.REJECTED
+
+
+def test_action_and_agreement_rules():
+    with override_settings(CAIRN_RELEVANCE_UPPER=0.7, CAIRN_RELEVANCE_LOWER=0.3):
+        assert action_for([0.1, 0.8]) is Action.CORRECT
+        assert action_for([0.1, 0.5]) is Action.AMBIGUOUS
+        assert action_for([0.1, 0.2]) is Action.INCORRECT
+        assert action_for([]) is Action.INCORRECT
+    # 3 contradicts 1 and 2, which agree: 3 is the outlier.
+    scores = agreement_scores([1, 2, 3], {frozenset((1, 3)), frozenset((2, 3))})
+    assert scores == {1: 0.5, 2: 0.5, 3: 0.0}
+    assert could_disagree(TRUE, CONTRADICTING) and not could_disagree(TRUE, IRRELEVANT)
+    assert not could_disagree(TRUE, TRUE)
+
+
+def test_the_gate_buckets_relevant_contradicting_and_irrelevant_chunks():
+    candidates = [candidate(1, TRUE), candidate(2, AGREEING), candidate(3, CONTRADICTING), candidate(4, IRRELEVANT)]
+    gate().verify(candidates)
+    buckets = {c.n: c.bucket for c in candidates}
+    assert buckets[1] is Bucket.VERIFIED and buckets[2] is Bucket.VERIFIED
+    assert buckets[3] is not Bucket.VERIFIED and candidates[2].contradicted_by  # the outlier
+    assert buckets[4] is Bucket.REJECTED
+    assert candidates[3].relevance < candidates[0].relevance
+
+
+def test_refinement_drops_the_irrelevant_sentence():
+    mixed = candidate(1, "Wilhelm Conrad Röntgen received the first Nobel Prize in Physics in 1901. " + IRRELEVANT)
+    gate().verify([mixed])
+    refine([mixed])
+    assert [s.kept for s in mixed.strips] == [True, False]
+    assert mixed.refined.startswith("Wilhelm Conrad Röntgen") and "cafeteria" not in mixed.refined
+
+
+def test_an_external_passage_confirms_or_refutes_an_uncertain_chunk():
+    claim = candidate(1, "Röntgen was awarded the first Nobel Prize in Physics.")
+    doubtful = candidate(2, "The first Nobel Prize in Physics went to Wilhelm Röntgen in 1901.")
+    g = gate()
+    g.verify([claim, doubtful])
+    for c in (claim, doubtful):
+        c.bucket = Bucket.UNCERTAIN
+    confirming = candidate(3, AGREEING, origin="external")
+    refuting = candidate(4, "Röntgen never received a Nobel Prize; the first Nobel Prize in Physics went to Einstein.",
+                         origin="external")  # fmt: skip
+    g.verify([confirming])
+    g.confirm([claim], [confirming])
+    assert claim.bucket is Bucket.VERIFIED and "confirmed by external [3]" in claim.notes
+    g.verify([refuting])
+    g.confirm([doubtful], [refuting])
+    assert doubtful.bucket is Bucket.REJECTED and "contradicted by external [4]" in doubtful.notes
+
+
+@pytest.mark.parametrize("text", ["", "   "])
+def test_empty_text_has_no_strips(text):
+    assert strips_of(text) == []
