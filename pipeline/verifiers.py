@@ -52,13 +52,15 @@ def _load_cross_encoder(path: str, *, setting: str, max_length: int, dtype: str 
     if not Path(path).is_dir():
         raise ImproperlyConfigured(f"{setting} points at {path!r}, which is not a model directory on this machine.")
     try:
-        # Weights ship as float16; they are loaded straight into what this CPU computes best in.
-        return CrossEncoder(
-            path, device="cpu", local_files_only=True, max_length=max_length,
-            model_kwargs={"dtype": inference_dtype(dtype)},
-        )  # fmt: skip
+        # Load in float32, then convert: asking from_pretrained for another dtype (or letting it use
+        # the float16 the weights are stored in) switches torch's process-wide default dtype while
+        # it builds the model, and a request thread embedding at that moment gets mismatched tensors.
+        model = CrossEncoder(
+            path, device="cpu", local_files_only=True, max_length=max_length, model_kwargs={"dtype": torch.float32}
+        )
     except (OSError, ValueError) as exc:
         raise ImproperlyConfigured(f"Cannot load the model in {setting} ({path!r}): {exc}") from exc
+    return model.to(inference_dtype(dtype))
 
 
 def _logits(model, pairs: list[tuple[str, str]], batch_size: int, batch_tokens: int) -> np.ndarray:

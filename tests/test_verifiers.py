@@ -83,3 +83,17 @@ def test_the_shipped_relevance_model_prefers_the_passage_that_answers():
          "Tickets for the football final sold out within an hour."],
     )  # fmt: skip
     assert scores[0] > 0.5 > scores[1]
+
+
+def test_loading_a_verifier_never_switches_torchs_default_dtype(monkeypatch):
+    """from_pretrained with a non-default dtype switches torch's process-wide default while it
+    builds the model; a web process embedding a question in another thread at that moment got
+    bfloat16 inputs against float32 weights (a 500). Verifiers load in float32 and convert."""
+    import torch
+
+    switched = []
+    original = torch.set_default_dtype
+    monkeypatch.setattr(torch, "set_default_dtype", lambda dtype: (switched.append(dtype), original(dtype))[1])
+    model = CrossEncoderEntailment("models/nli", dtype="bfloat16")
+    assert all(dtype == torch.float32 for dtype in switched)
+    assert next(model._model.parameters()).dtype == torch.bfloat16
