@@ -12,7 +12,9 @@ service the API uses, mode `fast`, top_k 8:
 - latency of the whole path, query embedding to recorded answer, per stage, and its ratio to
   plain retrieval (embed + retrieve);
 - external search calls per 100 queries when the gold passage is present, against a loopback
-  SearxNG-format server (what a deployment with a search provider would pay).
+  SearxNG-format server (what a deployment with a search provider would pay);
+- a sweep of the upper relevance threshold: how often the action would be CORRECT with the gold
+  passage present and with it removed.
 Writes benchmarks/results/forward_path.json and forward_path.png.
 """
 
@@ -85,10 +87,12 @@ def main() -> None:
     searx_url, searx_calls = searx_stub()
     present = {"correct_answer": 0, "gold_retrieved": 0, "action_correct_given_gold": 0, "actions": Counter()}
     removed = {"actions": Counter()}
+    best = {"present": [], "removed": []}  # the highest chunk relevance per question: what the action rests on
     timings: dict[str, list[float]] = {}
     with override_settings(CAIRN_SEARCH_PROVIDER="searxng", CAIRN_SEARCH_URL=searx_url):
         for index in tqdm(questions, desc="asking (gold present)", unit="q"):
             state = ask(index)
+            best["present"].append(max(c.relevance for c in state.candidates))
             for stage, ms in state.timings_ms.items():
                 timings.setdefault(stage, []).append(ms)
             answers = rows[index]["answers"]
@@ -101,7 +105,9 @@ def main() -> None:
         for index in tqdm(questions, desc="asking (gold retracted)", unit="q"):
             with transaction.atomic():
                 Document.objects.filter(id=gold[index]).update(status=Document.Status.RETRACTED)
-                removed["actions"][ask(index).action] += 1
+                state = ask(index)
+                removed["actions"][state.action] += 1
+                best["removed"].append(max(c.relevance for c in state.candidates))
                 transaction.set_rollback(True)
 
     n = len(questions)
@@ -118,6 +124,16 @@ def main() -> None:
         "action_incorrect_when_gold_removed": removed["actions"]["INCORRECT"] / n,
         "actions_gold_removed": dict(removed["actions"]),
         "external_calls_per_100_gold_present": 100 * calls_present / n,
+        # Were CAIRN_RELEVANCE_UPPER t: share of questions CORRECT with the gold passage present and,
+        # wrongly, with it removed. The calibrated t is per pair (5% of hard negatives pass).
+        "upper_threshold_sweep": [
+            {
+                "upper": t,
+                "correct_gold_present": sum(b >= t for b in best["present"]) / n,
+                "correct_gold_removed": sum(b >= t for b in best["removed"]) / n,
+            }
+            for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+        ],  # fmt: skip
         "latency_ms": {
             "total_p50": percentile(timings["total"], 50),
             "total_p95": percentile(timings["total"], 95),
@@ -127,7 +143,9 @@ def main() -> None:
             "per_stage_p95": {s: percentile(timings[s], 95) for s in stages},
         },
     }
-    print({k: v for k, v in result.items() if k != "latency_ms"})
+    print({k: v for k, v in result.items() if k not in ("latency_ms", "upper_threshold_sweep")})
+    for row in result["upper_threshold_sweep"]:
+        print(row)
     print(result["latency_ms"])
     plot(result, stages)
     print(f"wrote {write_result('forward_path', result)} and {RESULTS / 'forward_path.png'}")
@@ -139,7 +157,7 @@ def plot(result: dict, stages: list[str]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (left, right, sweep) = plt.subplots(1, 3, figsize=(16, 4))
     bottom = 0.0
     for stage in stages:
         value = result["latency_ms"]["per_stage_p50"][stage]
@@ -155,6 +173,13 @@ def plot(result: dict, stages: list[str]) -> None:
     right.barh(names, values)
     right.set_xlim(0, 1)
     right.set_title(f"NQ held-out, {result['questions']} questions, mode fast")
+    rows = result["upper_threshold_sweep"]
+    sweep.plot([r["upper"] for r in rows], [r["correct_gold_present"] for r in rows], marker="o", label="gold present")
+    sweep.plot([r["upper"] for r in rows], [r["correct_gold_removed"] for r in rows], marker="o", label="gold removed")
+    sweep.set_xlabel("upper relevance threshold")
+    sweep.set_ylabel("share of questions CORRECT")
+    sweep.legend()
+    sweep.set_title("What the CRAG action would say")
     fig.tight_layout()
     fig.savefig(RESULTS / "forward_path.png", dpi=110)
 
