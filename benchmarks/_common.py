@@ -50,6 +50,30 @@ def nq_passages() -> list[dict]:
     return list(passages.values())
 
 
+def nq_corpus():
+    """Ingest the NQ gold passages into collection `nq` (a re-run skips what is there) and return the
+    collection, a reader of it and each question's gold document id (question index -> document id)."""
+    from django.contrib.auth.models import User
+    from tqdm import tqdm
+
+    from corpus.extract import ExtractedDocument
+    from corpus.models import Document
+    from corpus.services import collection_get_or_create, documents_ingest
+
+    passages = nq_passages()
+    collection, _ = collection_get_or_create(slug="nq", group_names=["nq-readers"])
+    with tqdm(total=len(passages), desc="ingesting NQ passages", unit="doc") as bar:
+        documents_ingest(
+            collection=collection,
+            documents=[ExtractedDocument(p["title"], p["text"], p["id"], "text/plain") for p in passages],
+            on_progress=lambda docs, chunks: bar.update(docs),
+        )
+    user, _ = User.objects.get_or_create(username="nq-reader")
+    user.groups.add(*collection.groups.all())
+    document_of = dict(Document.objects.filter(collection=collection).values_list("source", "id"))
+    return collection, user, {q: document_of[p["id"]] for p in passages for q in p["questions"]}
+
+
 def percentile(values: list[float], q: float) -> float:
     import numpy as np
 

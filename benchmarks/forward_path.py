@@ -25,7 +25,7 @@ import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from _common import RESULTS, django_setup, nq_passages, nq_rows, percentile, write_result
+from _common import RESULTS, django_setup, nq_corpus, nq_rows, percentile, write_result
 
 
 def searx_stub() -> tuple[str, list[int]]:
@@ -55,29 +55,15 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=200, help="Held-out questions to ask (of 371).")
     args = parser.parse_args()
     django_setup()
-    from django.contrib.auth.models import User
     from django.db import transaction
     from django.test import override_settings
     from tqdm import tqdm
 
-    from corpus.extract import ExtractedDocument
     from corpus.models import Document
-    from corpus.services import collection_get_or_create, documents_ingest
     from pipeline.nli_data import HELD_OUT, SPLIT_SEED, split
     from pipeline.services import question_answer
 
-    passages = nq_passages()
-    collection, _ = collection_get_or_create(slug="nq", group_names=["nq-readers"])
-    with tqdm(total=len(passages), desc="ingesting NQ passages", unit="doc") as bar:
-        documents_ingest(
-            collection=collection,
-            documents=[ExtractedDocument(p["title"], p["text"], p["id"], "text/plain") for p in passages],
-            on_progress=lambda docs, chunks: bar.update(docs),
-        )
-    user, _ = User.objects.get_or_create(username="nq-reader")
-    user.groups.add(*collection.groups.all())
-    document_of = dict(Document.objects.filter(collection=collection).values_list("source", "id"))
-    gold = {q: document_of[p["id"]] for p in passages for q in p["questions"]}
+    _collection, user, gold = nq_corpus()
     rows = nq_rows()
     _train, held_out = split(list(range(len(rows))), held_out=HELD_OUT["nq"], seed=SPLIT_SEED)
     questions = held_out[: args.questions]

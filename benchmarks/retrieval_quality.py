@@ -12,7 +12,7 @@ document. Writes benchmarks/results/retrieval_quality.json and retrieval_quality
 
 from __future__ import annotations
 
-from _common import cached_embeddings, django_setup, nq_passages, nq_rows, write_result
+from _common import cached_embeddings, django_setup, nq_corpus, nq_rows, write_result
 
 MODES = {"hybrid": ("vector", "text"), "vector": ("vector",), "text": ("text",)}
 KS = (1, 5, 10)
@@ -20,30 +20,11 @@ KS = (1, 5, 10)
 
 def main() -> None:
     django_setup()
-    from django.contrib.auth.models import User
     from tqdm import tqdm
 
-    from corpus.extract import ExtractedDocument
-    from corpus.models import Document
     from corpus.selectors import chunk_search
-    from corpus.services import collection_get_or_create, documents_ingest
 
-    passages = nq_passages()
-    collection, _ = collection_get_or_create(slug="nq", group_names=["nq-readers"])
-    with tqdm(total=len(passages), desc="ingesting NQ passages", unit="doc") as bar:
-        documents_ingest(
-            collection=collection,
-            documents=[ExtractedDocument(p["title"], p["text"], p["id"], "text/plain") for p in passages],
-            on_progress=lambda docs, chunks: bar.update(docs),
-        )
-    user, _ = User.objects.get_or_create(username="nq-reader")
-    user.groups.add(*collection.groups.all())
-    document_of = dict(Document.objects.filter(collection=collection).values_list("source", "id"))
-    gold = {}
-    for p in passages:
-        for q in p["questions"]:
-            gold[q] = document_of[p["id"]]
-
+    collection, user, gold = nq_corpus()
     rows = nq_rows()
     vectors = cached_embeddings("nq_questions", [r["question"] for r in rows])
     ranks: dict[str, list[int | None]] = {mode: [] for mode in MODES}
@@ -65,7 +46,7 @@ def main() -> None:
         metrics[mode] = {f"recall@{k}": sum(r is not None and r <= k for r in found) / len(found) for k in KS}
         metrics[mode]["mrr@10"] = sum(1 / r for r in found if r) / len(found)
         print(mode.ljust(7), "  ".join(f"{name} {value:.3f}" for name, value in metrics[mode].items()))
-    result = {"questions": len(rows), "passages": len(passages), "metrics": metrics}
+    result = {"questions": len(rows), "passages": len(set(gold.values())), "metrics": metrics}
     print(f"wrote {write_result('retrieval_quality', result)}")
     plot(metrics)
 

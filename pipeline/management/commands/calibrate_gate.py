@@ -8,11 +8,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from pipeline.calibration import threshold_for_false_acceptance, threshold_for_false_rejection, write_calibration
-from pipeline.nli_data import calibration_split, claim_from, shared_splits
+from pipeline.nli_data import DEFAULT_DATA, calibration_split, claim_from, shared_splits
 from pipeline.relevance_data import score_pairs, shared_relevance_sets, tqdm_progress
 from pipeline.verifiers import get_entailment_model, get_relevance_model
-
-DEFAULT_DATA = settings.BASE_DIR.parent / "shared" / "data"
 
 
 class Command(BaseCommand):
