@@ -163,6 +163,20 @@ CAIRN_DEEP_MAX_ITERATIONS = env_int("CAIRN_DEEP_MAX_ITERATIONS", 5, minimum=0)
 CAIRN_DEEP_KEEP = env_int("CAIRN_DEEP_KEEP", 8, minimum=1)  # evidence kept between iterations
 CAIRN_CURATORS_GROUP = env_str("CAIRN_CURATORS_GROUP", "curators")
 
+# --- The backward path: validated write-back and the experience store (seed 000) -------------
+# Grounding shares CAIRN_GROUNDING_THRESHOLD (calibrated by calibrate_gate, else 0.65).
+CAIRN_WRITEBACK = env_bool("CAIRN_WRITEBACK", True)  # propose answers as corpus additions at all
+CAIRN_ATTRIBUTION_THRESHOLD = env_float("CAIRN_ATTRIBUTION_THRESHOLD", 1.0, minimum=0.0, maximum=1.0)
+CAIRN_NOVELTY_THRESHOLD = env_float("CAIRN_NOVELTY_THRESHOLD", 0.10, minimum=0.0, maximum=1.0)
+CAIRN_WRITEBACK_ALPHA_MAX = env_float("CAIRN_WRITEBACK_ALPHA_MAX", 0.2, minimum=0.0, maximum=1.0)
+# Policy: publish without review what clears these stricter bars (off: curators review everything).
+CAIRN_AUTO_PUBLISH = env_bool("CAIRN_AUTO_PUBLISH", False)
+CAIRN_AUTO_PUBLISH_GROUNDING = env_float("CAIRN_AUTO_PUBLISH_GROUNDING", 0.99, minimum=0.0, maximum=1.0)
+CAIRN_AUTO_PUBLISH_NOVELTY = env_float("CAIRN_AUTO_PUBLISH_NOVELTY", 0.20, minimum=0.0, maximum=1.0)
+# Critiques of answers to questions within this cosine distance become the generator's warnings.
+CAIRN_CRITIQUE_MAX_DISTANCE = env_float("CAIRN_CRITIQUE_MAX_DISTANCE", 0.25, minimum=0.0, maximum=2.0)
+CAIRN_CRITIQUE_LIMIT = env_int("CAIRN_CRITIQUE_LIMIT", 3, minimum=0)
+
 # Django refuses bodies above this before DRF parses them; the documents API turns it into a 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = CAIRN_MAX_UPLOAD_BYTES + 64 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = CAIRN_MAX_UPLOAD_BYTES
@@ -194,7 +208,9 @@ Q_CLUSTER = {
     "orm": "default",
     "workers": env_int("CAIRN_Q_WORKERS", 1, minimum=1),
     "timeout": _q_timeout,
-    "retry": _q_timeout + 60,  # django-q2 requires retry > timeout
+    # A task a worker took but never finished (killed, crashed, failed) is handed out again after
+    # `retry` seconds, up to max_attempts: validation is idempotent, so a restart finishes it.
+    "retry": max(env_int("CAIRN_Q_RETRY", _q_timeout + 60, minimum=2), _q_timeout + 1),  # must exceed timeout
     "max_attempts": 5,
     "catch_up": False,
     "sync": env_bool("CAIRN_Q_SYNC", False),

@@ -1,7 +1,8 @@
 from django.contrib import admin
 from django.db.models import Count
 
-from corpus.models import Chunk, Collection, Document
+from corpus.lineage import document_retract
+from corpus.models import AuditEvent, Chunk, Collection, Document
 
 
 @admin.register(Collection)
@@ -39,8 +40,20 @@ class DocumentAdmin(admin.ModelAdmin):
     list_select_related = ["collection"]
     search_fields = ["title", "source", "sha256"]
     raw_id_fields = ["collection"]
-    readonly_fields = ["sha256", "mime_type", "origin", "created_at", "updated_at"]
+    # Status changes only through the retract action: it cascades to what rests on the document
+    # and leaves audit rows, which a bare field edit would not.
+    readonly_fields = ["sha256", "mime_type", "origin", "status", "requires_collections", "created_at", "updated_at"]
     inlines = [ChunkInline]
+    actions = ["retract"]
+
+    @admin.action(description="Retract selected documents (and every write-back resting on them)")
+    def retract(self, request, queryset):
+        documents = writebacks = 0
+        for document in queryset.filter(status=Document.Status.ACTIVE):
+            result = document_retract(document, actor=request.user, reason=f"retracted in the admin by {request.user}")
+            documents += len(result["documents"])
+            writebacks += len(result["writebacks"])
+        self.message_user(request, f"Retracted {documents} document(s) and {writebacks} write-back(s).")
 
 
 @admin.register(Chunk)
@@ -55,4 +68,23 @@ class ChunkAdmin(admin.ModelAdmin):
     readonly_fields = fields
 
     def has_add_permission(self, request):
+        return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """Read-only: the trail is append-only (the model and a database trigger refuse changes)."""
+
+    list_display = ["created_at", "actor_name", "action", "object_type", "object_id", "summary"]
+    list_filter = ["action", "object_type", "actor_name", ("created_at", admin.DateFieldListFilter)]
+    search_fields = ["summary", "object_id", "actor_name"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
         return False

@@ -12,6 +12,8 @@ from rest_framework.views import APIView
 
 from config.exceptions import CairnError
 from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, extract_bytes
+from corpus.lineage import document_retract
+from corpus.models import Document
 from corpus.permissions import IsCurator
 from corpus.selectors import chunks_readable_by, collections_readable_by, document_list
 from corpus.services import documents_ingest
@@ -181,3 +183,31 @@ class ChunkDetailApi(APIView):
     def get(self, request, chunk_id: int):
         chunk = get_object_or_404(chunks_readable_by(user=request.user).select_related("document"), id=chunk_id)
         return Response(ChunkOutputSerializer(chunk).data)
+
+
+class RetractOutputSerializer(serializers.Serializer):
+    documents = serializers.ListField(child=serializers.IntegerField(), help_text="Retracted, the cascade included.")
+    writebacks = serializers.ListField(child=serializers.IntegerField(), help_text="Write-backs retracted with them.")
+
+
+class DocumentRetractApi(APIView):
+    """Curators: retract a document and, transitively, every write-back resting on it."""
+
+    permission_classes = [IsCurator]
+
+    class RetractInputSerializer(serializers.Serializer):
+        reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+    @extend_schema(request=RetractInputSerializer, responses=RetractOutputSerializer)
+    def post(self, request, document_id: int):
+        data = self.RetractInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        document = get_object_or_404(Document, id=document_id)
+        if document.status != Document.Status.ACTIVE:
+            raise CairnError(
+                "document", f"document {document_id} is already {document.status}", status_code=status.HTTP_409_CONFLICT
+            )
+        result = document_retract(document, actor=request.user, reason=data.validated_data["reason"])
+        return Response(
+            {"documents": [d.id for d in result["documents"]], "writebacks": [w.id for w in result["writebacks"]]}
+        )

@@ -1,5 +1,7 @@
-"""What Cairn knows: collections (and who may read them), documents, and their chunks."""
+"""What Cairn knows: collections (and who may read them), documents and their chunks, the corpus
+additions Cairn proposes (write-backs) and the append-only audit trail of every change that matters."""
 
+from django.conf import settings
 from django.contrib.auth.models import Group
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -44,6 +46,14 @@ class Document(models.Model):
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.SOURCE)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     metadata = models.JSONField(default=dict, blank=True)
+    # A write-back rests on evidence from several collections; it must not widen access to any of
+    # them, so a reader needs every one of these as well as `collection` (corpus/selectors.py).
+    requires_collections = models.ManyToManyField(
+        Collection,
+        blank=True,
+        related_name="+",
+        help_text="Readable only by users who can also read all of these (a write-back's evidence collections).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -96,3 +106,118 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.ordinal}"
+
+
+class WriteBack(models.Model):
+    """An answer proposed as a corpus addition (seed 000): validated in the background, reviewed by
+    curators (or auto-published by policy), published as a GENERATED document linked to the
+    documents it rests on, and retracted with them."""
+
+    class Status(models.TextChoices):
+        PENDING_VALIDATION = "PENDING_VALIDATION", "pending validation"
+        REJECTED = "REJECTED", "rejected"
+        PENDING_REVIEW = "PENDING_REVIEW", "pending review"
+        PUBLISHED = "PUBLISHED", "published"
+        RETRACTED = "RETRACTED", "retracted"
+
+    # The answer it came from: pipeline.Answer.response_id (corpus does not import pipeline).
+    response_id = models.UUIDField(unique=True)
+    asked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    question = models.TextField()
+    answer = models.TextField(help_text="The answer with its [n] citations; curators may edit it (re-validated).")
+    text = models.TextField(
+        blank=True,
+        help_text="What it would publish: each answer sentence as the claim it makes, citations resolved to titles.",
+    )
+    collection = models.ForeignKey(
+        Collection, on_delete=models.PROTECT, related_name="writebacks", help_text="Where it is published."
+    )
+    evidence = models.JSONField(
+        default=list,
+        help_text="Snapshot of the evidence the answer was written from: [{n, chunk_id, document_id, title, text}].",
+    )
+    evidence_documents = models.ManyToManyField(
+        Document, blank=True, related_name="supported_writebacks", help_text="Lineage: what it rests on."
+    )
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING_VALIDATION)
+    grounding = models.FloatField(null=True, blank=True)
+    attribution = models.FloatField(null=True, blank=True)
+    novelty = models.FloatField(null=True, blank=True)
+    sentences = models.JSONField(
+        default=list, blank=True, help_text="Per answer sentence: its claim, best entailment and which evidence."
+    )
+    nearest = models.JSONField(default=dict, blank=True, help_text="The most similar existing chunk or write-back.")
+    critique = models.JSONField(default=list, blank=True, help_text="Machine-readable: which check failed and why.")
+    held = models.CharField(max_length=200, blank=True, help_text="Why it waits (the generated-content cap).")
+    versions = models.JSONField(default=dict, blank=True, help_text="Generator, prompt and verifier versions.")
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    document = models.OneToOneField(
+        Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="writeback"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    review_note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    validated_at = models.DateTimeField(null=True, blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    retracted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "collection"])]
+
+    def __str__(self) -> str:
+        return f"write-back {self.id}: {self.question[:60]}"
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise PermissionError("audit events are append-only")
+
+    def delete(self):
+        raise PermissionError("audit events are append-only")
+
+
+class AuditEvent(models.Model):
+    """One change that matters: who (a user, or the system), what, to which object, before/after.
+    Append-only: the model refuses updates and deletes, and so does a database trigger
+    (migration 0003), so no path through the app can rewrite history."""
+
+    # No foreign-key constraint: the trail outlives the users it names (actor_name keeps the name).
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    actor_name = models.CharField(max_length=150, help_text='The username, or "system".')
+    action = models.CharField(max_length=64, db_index=True)
+    object_type = models.CharField(max_length=64)
+    object_id = models.CharField(max_length=64)
+    summary = models.TextField(blank=True)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["object_type", "object_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.object_type}:{self.object_id}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise PermissionError("audit events are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise PermissionError("audit events are append-only")

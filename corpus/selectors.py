@@ -33,10 +33,11 @@ def collections_readable_by(*, user: User) -> QuerySet[Collection]:
 
 
 def documents_readable_by(*, user: User) -> QuerySet[Document]:
-    """Active documents in collections `user` may read."""
-    return Document.objects.filter(
-        status=Document.Status.ACTIVE,
-        collection_id__in=collections_readable_by(user=user).values("id"),
+    """Active documents in collections `user` may read, except those that also require a collection
+    they may not (a write-back is readable only by readers of all its evidence)."""
+    readable = collections_readable_by(user=user).values("id")
+    return Document.objects.filter(status=Document.Status.ACTIVE, collection_id__in=readable).exclude(
+        requires_collections__in=Collection.objects.exclude(id__in=readable)
     )
 
 

@@ -16,6 +16,7 @@ from corpus.chunking import chunk_text
 from corpus.consistency import consistency_score
 from corpus.embedder import Embedder, get_embedder
 from corpus.extract import ExtractedDocument, ExtractionFailure
+from corpus.lineage import writebacks_requeue
 from corpus.models import Chunk, Collection, Document
 
 
@@ -74,6 +75,7 @@ def documents_ingest(
     documents: Iterable[ExtractedDocument],
     embedder: Embedder | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    origin: str = Document.Origin.SOURCE,
 ) -> IngestReport:
     """Add new documents, replace changed ones, skip unchanged ones (by SHA-256 of the text).
 
@@ -94,14 +96,21 @@ def documents_ingest(
             else:
                 seen_sources.add(doc.source)
                 unique.append(doc)
-        chunk_count = _ingest_batch(collection=collection, batch=unique, embedder=embedder, report=report)
+        chunk_count = _ingest_batch(
+            collection=collection, batch=unique, embedder=embedder, report=report, origin=origin
+        )
         if on_progress:
             on_progress(len(batch), chunk_count)
     return report
 
 
 def _ingest_batch(
-    *, collection: Collection, batch: list[ExtractedDocument], embedder: Embedder | None, report: IngestReport
+    *,
+    collection: Collection,
+    batch: list[ExtractedDocument],
+    embedder: Embedder | None,
+    report: IngestReport,
+    origin: str,
 ) -> int:
     hashes = {doc.source: sha256_text(doc.text) for doc in batch}
     existing = {d.source: d for d in Document.objects.filter(collection=collection, source__in=list(hashes))}
@@ -140,6 +149,8 @@ def _ingest_batch(
     with transaction.atomic():
         Chunk.objects.filter(document__in=changed).delete()
         Document.objects.bulk_update(changed, ["title", "sha256", "mime_type", "metadata", "updated_at"])
+        if changed:
+            writebacks_requeue(changed)
         created = Document.objects.bulk_create(
             Document(
                 collection=collection,
@@ -148,6 +159,7 @@ def _ingest_batch(
                 sha256=hashes[doc.source],
                 mime_type=doc.mime_type,
                 metadata=doc.metadata,
+                origin=origin,
             )
             for doc in todo
             if doc.source not in existing

@@ -5,5 +5,6 @@ from corpus import api
 urlpatterns = [
     path("documents", api.DocumentListApi.as_view(), name="documents"),
     path("documents/<int:document_id>", api.DocumentDetailApi.as_view(), name="document-detail"),
+    path("documents/<int:document_id>/retract", api.DocumentRetractApi.as_view(), name="document-retract"),
     path("chunks/<int:chunk_id>", api.ChunkDetailApi.as_view(), name="chunk-detail"),
 ]

@@ -1,6 +1,15 @@
-from django.contrib import admin
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.template.response import TemplateResponse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
-from pipeline.models import Answer, Evidence
+from config.exceptions import CairnError
+from corpus.models import WriteBack
+from pipeline.models import Answer, Critique, Evidence, ExperienceLog
+from pipeline.review import writeback_approve, writeback_dismiss
 
 
 class EvidenceInline(admin.TabularInline):
@@ -41,4 +50,189 @@ class AnswerAdmin(admin.ModelAdmin):
     inlines = [EvidenceInline]
 
     def has_add_permission(self, request):
+        return False
+
+
+class ScoreBandFilter(admin.SimpleListFilter):
+    """Where grounding falls against its threshold: what a curator sorts a queue by."""
+
+    title = "grounding"
+    parameter_name = "grounding_band"
+
+    def lookups(self, request, model_admin):
+        return [("clear", "clears the threshold by 0.02+"), ("near", "within 0.02 of the threshold"),
+                ("below", "below the threshold")]  # fmt: skip
+
+    def queryset(self, request, queryset):
+        threshold = settings.CAIRN_GROUNDING_THRESHOLD
+        return {
+            "clear": lambda: queryset.filter(grounding__gte=threshold + 0.02),
+            "near": lambda: queryset.filter(grounding__gte=threshold, grounding__lt=threshold + 0.02),
+            "below": lambda: queryset.filter(grounding__lt=threshold),
+        }.get(self.value(), lambda: queryset)()
+
+
+class ReviewForm(forms.ModelForm):
+    decision = forms.ChoiceField(
+        choices=[("", "decide later"), ("approve", "approve (edits are validated again first)"), ("reject", "reject")],
+        required=False,
+    )
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, help_text="Required to reject: it becomes a critique."
+    )
+
+    class Meta:
+        model = WriteBack
+        fields = ["answer"]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("decision") == "reject" and not (data.get("reason") or "").strip():
+            self.add_error("reason", "Say why: the reason becomes a critique later answers see.")
+        if data.get("decision") != "approve" and "answer" in self.changed_data:
+            self.add_error("answer", "An edited answer is saved only by approving it (it is validated again).")
+        return data
+
+
+@admin.register(WriteBack)
+class WriteBackAdmin(admin.ModelAdmin):
+    """The curators' review queue. Every decision goes through pipeline.review, as the API's do."""
+
+    form = ReviewForm
+    list_display = ["id", "short_question", "status", "collection", "grounding", "attribution", "novelty", "held",
+                    "created_at"]  # fmt: skip
+    list_filter = ["status", "collection", ScoreBandFilter, ("created_at", admin.DateFieldListFilter)]
+    list_select_related = ["collection"]
+    search_fields = ["question", "answer"]
+    date_hierarchy = "created_at"
+    actions = ["approve", "reject"]
+    readonly_fields = ["status", "question", "text", "scores", "sentences_against_evidence", "nearest_existing", "critique",
+                       "held", "collection", "document", "response_id", "reviewer", "review_note", "versions",
+                       "created_at", "validated_at", "reviewed_at", "published_at", "retracted_at"]  # fmt: skip
+    fieldsets = [
+        (None, {"fields": ["status", "question", "answer", "text", "decision", "reason"]}),
+        ("Validation", {"fields": ["scores", "sentences_against_evidence", "nearest_existing", "critique", "held"]}),
+        ("Provenance", {"fields": ["collection", "document", "response_id", "reviewer", "review_note", "versions",
+                                   "created_at", "validated_at", "reviewed_at", "published_at", "retracted_at"]}),
+    ]  # fmt: skip
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="question")
+    def short_question(self, obj):
+        return obj.question[:80]
+
+    @admin.display(description="scores against thresholds")
+    def scores(self, obj):
+        rows = [("grounding", obj.grounding, settings.CAIRN_GROUNDING_THRESHOLD),
+                ("attribution", obj.attribution, settings.CAIRN_ATTRIBUTION_THRESHOLD),
+                ("novelty", obj.novelty, settings.CAIRN_NOVELTY_THRESHOLD)]  # fmt: skip
+        return format_html_join(
+            mark_safe("<br>"), "{}: {} (threshold {}) {}",
+            ((name, "—" if value is None else f"{value:.3f}", f"{limit:.3f}",
+              "" if value is None else ("✓" if value >= limit else "✗")) for name, value, limit in rows),
+        )  # fmt: skip
+
+    @admin.display(description="answer sentences against the evidence")
+    def sentences_against_evidence(self, obj):
+        evidence = {e["n"]: e for e in obj.evidence}
+        rows = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>[{}] {}</td></tr>",
+            ((s["sentence"], s["cited"], f"{s['entailment']:.3f}", s["best_n"],
+              (evidence.get(s["best_n"]) or {}).get("text", "")[:600]) for s in obj.sentences),
+        )  # fmt: skip
+        listed = format_html_join(
+            "", "<li>[{}] <b>{}</b>: {}</li>", ((e["n"], e["title"], e["text"][:600]) for e in obj.evidence)
+        )
+        return format_html(
+            '<table><tr><th>sentence</th><th>cites</th><th>entailment</th><th>best evidence</th></tr>{}</table>'
+            "<p>All evidence:</p><ul>{}</ul>", rows, listed,
+        )  # fmt: skip
+
+    @admin.display(description="nearest existing text")
+    def nearest_existing(self, obj):
+        if not obj.nearest:
+            return "—"
+        n = obj.nearest
+        return format_html("{} {} (similarity {}): {}", n["kind"], n["id"], n["similarity"], n["text"])
+
+    def save_model(self, request, obj, form, change):
+        """Nothing is saved directly: the decision runs the review service (or nothing)."""
+        decision = form.cleaned_data.get("decision")
+        try:
+            if decision == "approve":
+                result = writeback_approve(obj, actor=request.user, answer=form.cleaned_data["answer"])
+                self.message_user(request, f"Write-back {obj.id}: {result.status}.")
+            elif decision == "reject":
+                writeback_dismiss(obj, actor=request.user, reason=form.cleaned_data["reason"])
+        except CairnError as exc:
+            self.message_user(request, f"Write-back {obj.id}: {exc.message}", level=messages.ERROR)
+
+    def save_related(self, request, form, formsets, change):
+        pass  # the review services own every write
+
+    @admin.action(description="Approve selected write-backs")
+    def approve(self, request, queryset):
+        done, failed = 0, []
+        for writeback in queryset:
+            try:
+                writeback_approve(writeback, actor=request.user)
+                done += 1
+            except CairnError as exc:
+                failed.append(f"{writeback.id}: {exc.message}")
+        self.message_user(request, f"Published {done} write-back(s).")
+        if failed:
+            self.message_user(request, "Not published: " + "; ".join(failed), level=messages.WARNING)
+
+    @admin.action(description="Reject selected write-backs (asks for a reason)")
+    def reject(self, request, queryset):
+        reason = (request.POST.get("reason") or "").strip()
+        if "apply" in request.POST and reason:
+            done, failed = 0, []
+            for writeback in queryset:
+                try:
+                    writeback_dismiss(writeback, actor=request.user, reason=reason)
+                    done += 1
+                except CairnError as exc:
+                    failed.append(f"{writeback.id}: {exc.message}")
+            self.message_user(request, f"Rejected {done} write-back(s).")
+            if failed:
+                self.message_user(request, "Not rejected: " + "; ".join(failed), level=messages.WARNING)
+            return None
+        return TemplateResponse(
+            request, "admin/writeback_reject.html",
+            {**self.admin_site.each_context(request), "writebacks": queryset, "opts": self.model._meta,
+             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME, "missing_reason": "apply" in request.POST},
+        )  # fmt: skip
+
+
+@admin.register(Critique)
+class CritiqueAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "source", "warns", "text"]
+    list_filter = ["source", "warns"]
+    search_fields = ["question", "text"]
+    readonly_fields = ["writeback", "source", "question", "text", "checks", "collections", "warns", "created_by",
+                       "created_at"]  # fmt: skip
+    exclude = ["embedding"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(ExperienceLog)
+class ExperienceLogAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "accepted", "question"]
+    list_filter = ["accepted"]
+    search_fields = ["question"]
+    readonly_fields = ["writeback", "question", "accepted", "scores", "created_at"]
+    exclude = ["embedding"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False

@@ -1,16 +1,22 @@
-"""REST endpoints for asking questions, reading recorded answers, and health."""
+"""REST endpoints for asking questions, reading recorded answers, reviewing write-backs, and health."""
 
+from django.conf import settings
 from django.db import connection
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
+from rest_framework.generics import ListAPIView
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from corpus.embedder import embedder_loaded
+from corpus.models import WriteBack
+from corpus.permissions import IsCurator
 from pipeline.models import Answer, Evidence
-from pipeline.selectors import answer_get
+from pipeline.review import writeback_approve, writeback_dismiss
+from pipeline.selectors import answer_get, writeback_list
 from pipeline.services import question_answer
 
 
@@ -47,13 +53,17 @@ class AnswerSerializer(serializers.ModelSerializer):
     evidence = EvidenceSerializer(many=True)
     external = serializers.DictField(help_text="provider, query, results (count), error; empty when none ran.")
     notes = serializers.ListField(child=serializers.CharField())
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Critiques of rejected answers to similar questions, given to the generator.",
+    )
     timings_ms = serializers.DictField(child=serializers.FloatField())
 
     class Meta:
         model = Answer
         fields = [
             "response_id", "question", "answer", "found", "mode", "action", "generator", "citations", "evidence",
-            "external", "iterations", "agreement", "notes", "timings_ms", "created_at",
+            "external", "iterations", "agreement", "notes", "warnings", "timings_ms", "created_at",
         ]  # fmt: skip
 
 
@@ -82,6 +92,78 @@ class AnswerDetailApi(APIView):
         if answer is None:
             raise NotFound("no answer with this response id for you")
         return Response(AnswerSerializer(answer).data)
+
+
+class WriteBackSerializer(serializers.ModelSerializer):
+    collection = serializers.CharField(source="collection.slug")
+    document_id = serializers.IntegerField(allow_null=True)
+    reviewer = serializers.CharField(source="reviewer.username", allow_null=True, default=None)
+    thresholds = serializers.SerializerMethodField()
+
+    class Meta:
+        model = WriteBack
+        fields = [
+            "id", "response_id", "status", "question", "answer", "collection", "grounding", "attribution", "novelty",
+            "thresholds", "sentences", "nearest", "critique", "held", "evidence", "document_id", "reviewer",
+            "review_note", "created_at", "validated_at", "reviewed_at", "published_at", "retracted_at",
+        ]  # fmt: skip
+
+    def get_thresholds(self, obj) -> dict:
+        return {
+            "grounding": settings.CAIRN_GROUNDING_THRESHOLD,
+            "attribution": settings.CAIRN_ATTRIBUTION_THRESHOLD,
+            "novelty": settings.CAIRN_NOVELTY_THRESHOLD,
+        }
+
+
+class WriteBackListApi(ListAPIView):
+    """Curators: write-backs, newest first, `?status=` one of the statuses."""
+
+    permission_classes = [IsCurator]
+    serializer_class = WriteBackSerializer
+
+    class FilterSerializer(serializers.Serializer):
+        status = serializers.ChoiceField(choices=WriteBack.Status.choices, required=False)
+
+    def get_queryset(self):
+        filters = self.FilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        return writeback_list(status=filters.validated_data.get("status"))
+
+
+class WriteBackApproveApi(APIView):
+    permission_classes = [IsCurator]
+
+    class ApproveInputSerializer(serializers.Serializer):
+        answer = serializers.CharField(
+            required=False, max_length=20000, help_text="An edited answer (with [n] citations): validated again first."
+        )
+        note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+    @extend_schema(request=ApproveInputSerializer, responses=WriteBackSerializer)
+    def post(self, request, writeback_id: int):
+        data = self.ApproveInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        writeback = get_object_or_404(WriteBack, id=writeback_id)
+        return Response(
+            WriteBackSerializer(writeback_approve(writeback, actor=request.user, **data.validated_data)).data
+        )
+
+
+class WriteBackRejectApi(APIView):
+    permission_classes = [IsCurator]
+
+    class RejectInputSerializer(serializers.Serializer):
+        reason = serializers.CharField(max_length=2000, help_text="Why: it becomes a critique future answers see.")
+
+    @extend_schema(request=RejectInputSerializer, responses=WriteBackSerializer)
+    def post(self, request, writeback_id: int):
+        data = self.RejectInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        writeback = get_object_or_404(WriteBack, id=writeback_id)
+        return Response(
+            WriteBackSerializer(writeback_dismiss(writeback, actor=request.user, **data.validated_data)).data
+        )
 
 
 class HealthOutputSerializer(serializers.Serializer):

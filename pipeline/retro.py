@@ -48,8 +48,8 @@ def _answer_pair(state, generator: OllamaGenerator, evidence) -> tuple[Generatio
 
     texts = evidence_texts(evidence)
     return (
-        generator.generate(state.question, texts, temperature=0.0),
-        generator.generate(state.question, texts, temperature=1.0),
+        generator.generate(state.question, texts, warnings=state.warnings, temperature=0.0),
+        generator.generate(state.question, texts, warnings=state.warnings, temperature=1.0),
     )
 
 

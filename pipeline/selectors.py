@@ -1,12 +1,15 @@
-"""Reads of recorded answers."""
+"""Reads of recorded answers, critiques and write-backs."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
+from pgvector.django import CosineDistance
 
-from corpus.selectors import user_is_curator
-from pipeline.models import Answer, Evidence
+from corpus.models import Collection, WriteBack
+from corpus.selectors import collections_readable_by, user_is_curator
+from pipeline.models import Answer, Critique, Evidence
 
 
 def answer_get(*, user: AbstractBaseUser, response_id) -> Answer | None:
@@ -17,3 +20,25 @@ def answer_get(*, user: AbstractBaseUser, response_id) -> Answer | None:
     if not user_is_curator(user):
         answers = answers.filter(user=user)
     return answers.filter(response_id=response_id).first()
+
+
+def critiques_similar(*, user: AbstractBaseUser, query_vector, limit: int | None = None) -> list[Critique]:
+    """Critiques (that warn) of answers to questions within CAIRN_CRITIQUE_MAX_DISTANCE of this one,
+    nearest first, only those whose every collection `user` may read: a critique quotes evidence."""
+    limit = settings.CAIRN_CRITIQUE_LIMIT if limit is None else limit
+    if not limit or query_vector is None:
+        return []
+    readable = collections_readable_by(user=user).values("id")
+    return list(
+        Critique.objects.filter(warns=True)
+        .exclude(collections__in=Collection.objects.exclude(id__in=readable))
+        .annotate(distance=CosineDistance("embedding", list(map(float, query_vector))))
+        .filter(distance__lte=settings.CAIRN_CRITIQUE_MAX_DISTANCE)
+        .order_by("distance", "-id")[:limit]
+    )
+
+
+def writeback_list(*, status: str | None = None) -> QuerySet[WriteBack]:
+    """Write-backs for curators, newest first, optionally of one status."""
+    writebacks = WriteBack.objects.select_related("collection", "document", "reviewer").order_by("-created_at", "-id")
+    return writebacks.filter(status=status) if status else writebacks

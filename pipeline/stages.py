@@ -1,11 +1,13 @@
 """The forward path: an ordered list of stages over one `QueryState` (../shared/DESIGN.md).
 
-    embed_query -> retrieve -> verify -> correct -> refine -> generate -> record
+    embed_query -> retrieve -> verify -> correct -> refine -> recall -> generate -> record
 
 Each stage is a plain function of the state, testable alone; each is timed. `verify` is the gate
 (pipeline/gate.py), `correct` asks the external source only when the gate says it should,
-`generate` writes from VERIFIED evidence only (or runs the retroactive loop in deep mode), and
-`record` stores everything the response shows, in one transaction.
+`recall` finds critiques of rejected answers to similar questions (the experience store),
+`generate` writes from VERIFIED evidence only (or runs the retroactive loop in deep mode), passing
+those critiques as warnings, and `record` stores everything the response shows and proposes the
+answer as a corpus addition, in one transaction; validation runs after it commits, in a worker.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django.db import transaction
 from corpus.consistency import consistency_score
 from corpus.embedder import get_embedder
 from corpus.selectors import Hit, chunk_search
+from corpus.writebacks import writeback_propose
 from pipeline.gate import Action, Bucket, Candidate, Gate, Strip, action_for, candidate_from_hit, strips_of
 from pipeline.gate import refine as refine_strips
 from pipeline.generators import (
@@ -34,6 +37,8 @@ from pipeline.generators import (
 )
 from pipeline.models import Answer, Evidence
 from pipeline.search import SearchError, get_search_provider, keyword_query, trusted_first
+from pipeline.selectors import critiques_similar
+from pipeline.tasks import writeback_validate_enqueue
 from pipeline.verifiers import get_entailment_model, get_relevance_model
 
 
@@ -55,6 +60,7 @@ class QueryState:
     iterations: int | None = None
     agreement: float | None = None
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # critiques of similar past answers
     timings_ms: dict[str, float] = field(default_factory=dict)
     record: Answer | None = None
 
@@ -150,6 +156,11 @@ def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
     return [EvidenceText(c.n, c.refined or c.text, c.title, c.origin) for c in candidates]
 
 
+def recall(state: QueryState) -> None:
+    """The experience store: critiques of rejected answers to similar questions, readable by the asker."""
+    state.warnings = [c.text for c in critiques_similar(user=state.user, query_vector=state.query_vector)]
+
+
 def generate(state: QueryState) -> None:
     name = state.generator_name()
     if not state.verified:
@@ -161,7 +172,9 @@ def generate(state: QueryState) -> None:
 
             state.generation = retroactive_loop(state, _ollama())
         else:
-            state.generation = get_generator(name).generate(state.question, evidence_texts(state.verified))
+            state.generation = get_generator(name).generate(
+                state.question, evidence_texts(state.verified), warnings=state.warnings
+            )
     except GeneratorUnavailable as exc:
         state.notes.append(f"{name} unavailable, answered extractively instead: {exc}")
         state.generation = get_generator("extractive").generate(state.question, evidence_texts(state.verified))
@@ -198,6 +211,7 @@ def record(state: QueryState) -> None:
             iterations=state.iterations,
             agreement=state.agreement,
             notes=state.notes,
+            warnings=state.warnings,
             timings_ms=dict(state.timings_ms),
         )
         Evidence.objects.bulk_create(
@@ -223,10 +237,34 @@ def record(state: QueryState) -> None:
             )
             for c in state.candidates
         )
+        if settings.CAIRN_WRITEBACK and (writeback := propose(state)) is not None:
+            transaction.on_commit(lambda: writeback_validate_enqueue(writeback.id))
+
+
+def propose(state: QueryState):
+    """Propose a found answer as a corpus addition (PENDING_VALIDATION), with a snapshot of the
+    verified corpus evidence it was written from. An answer that cites external or inferred
+    evidence is not proposed: external passages never enter the corpus by this path, and inferred
+    evidence is the model's own. It goes to the collection of its most trusted cited evidence."""
+    generation = state.generation
+    by_n = {c.n: c for c in state.candidates}
+    cited = [by_n[n] for n in generation.cited if n in by_n]
+    if not generation.found or not cited or any(c.origin != "corpus" or c.hit is None for c in cited):
+        return None
+    best = max(cited, key=lambda c: c.trust)
+    evidence = [
+        {"n": c.n, "chunk_id": c.hit.chunk_id, "document_id": c.hit.document_id, "title": c.title, "text": c.text}
+        for c in state.verified
+        if c.origin == "corpus" and c.hit is not None
+    ]
+    return writeback_propose(
+        response_id=state.record.response_id, asked_by=state.user, question=state.question, answer=generation.text,
+        evidence=evidence, collection_id=best.hit.collection_id,
+    )  # fmt: skip
 
 
 Stage = Callable[[QueryState], None]
-STAGES: tuple[Stage, ...] = (embed_query, retrieve, verify, correct, refine, generate, record)
+STAGES: tuple[Stage, ...] = (embed_query, retrieve, verify, correct, refine, recall, generate, record)
 
 
 def pipeline_run(state: QueryState, stages: Sequence[Stage] = STAGES) -> QueryState:

@@ -37,7 +37,16 @@ def test_query_returns_a_cited_answer_with_its_evidence_and_records_it(charlie):
     assert {"vector_distance", "text_rank", "fused_score", "chunk_id", "document_id", "bucket", "trust"} <= set(first)
     assert first["bucket"] == "VERIFIED" and first["origin"] == "corpus"
     assert body["citations"][0]["n"] == 1 and body["citations"][0]["chunk_id"] == first["chunk_id"]
-    assert set(body["timings_ms"]) == {"embed_query", "retrieve", "verify", "correct", "refine", "generate", "total"}
+    assert set(body["timings_ms"]) == {
+        "embed_query",
+        "retrieve",
+        "verify",
+        "correct",
+        "refine",
+        "recall",
+        "generate",
+        "total",
+    }
     answer = Answer.objects.get(response_id=body["response_id"])
     assert answer.user == charlie and answer.text == body["answer"]
     assert [e.chunk_id for e in answer.evidence.all()] == [e["chunk_id"] for e in body["evidence"]]

@@ -7,7 +7,13 @@ import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from pipeline.calibration import threshold_for_false_acceptance, threshold_for_false_rejection, write_calibration
+from corpus.audit import audit
+from pipeline.calibration import (
+    read_calibration,
+    threshold_for_false_acceptance,
+    threshold_for_false_rejection,
+    write_calibration,
+)
 from pipeline.nli_data import DEFAULT_DATA, calibration_split, claim_from, shared_splits
 from pipeline.relevance_data import score_pairs, shared_relevance_sets, tqdm_progress
 from pipeline.verifiers import get_entailment_model, get_relevance_model
@@ -70,7 +76,11 @@ class Command(BaseCommand):
             "relevance_model": _shown(settings.CAIRN_RELEVANCE_MODEL),
             "calibrated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
+        before = read_calibration(output)
         write_calibration(output, values)
+        keys = ("grounding_threshold", "relevance_upper", "relevance_lower")
+        audit("thresholds.calibrate", ("calibration", _shown(output)), summary="calibrate_gate wrote new thresholds",
+              before={k: before.get(k) for k in keys}, after={k: values[k] for k in keys})  # fmt: skip
         self.stdout.write(
             f"grounding > {grounding:.3f} (right accepted {values['on_calibration_data']['right_accepted']:.1%}), "
             f"relevance upper {upper:.3f} / lower {lower:.3f}; wrote {output}"

@@ -1,0 +1,97 @@
+"""Provenance: what rests on what. A published write-back rests on the documents of its evidence
+(WriteBack.evidence_documents) and is itself a document other write-backs may rest on, so a change
+at the bottom travels up, transitively, in one transaction, each step leaving an audit row:
+
+- retracting a document retracts every write-back resting on it (published or still pending) and
+  the documents those published, and so on;
+- re-ingesting a changed source sends the published write-backs resting on it back to review,
+  their documents hidden until a curator approves them again against the new text.
+
+Retracted (and hidden) documents leave retrieval at once: every read starts from active documents.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from corpus.audit import audit
+from corpus.models import Document, WriteBack
+
+_SETTLED = (WriteBack.Status.REJECTED, WriteBack.Status.RETRACTED)
+
+
+def _resting_on(document_ids: list[int]):
+    return (
+        WriteBack.objects.filter(evidence_documents__in=document_ids)
+        .exclude(status__in=_SETTLED)
+        .select_related("document")
+        .distinct()
+        .order_by("id")
+    )
+
+
+def _hide(document: Document, *, actor, action: str, summary: str) -> None:
+    if document.status == Document.Status.RETRACTED:
+        return
+    Document.objects.filter(id=document.id).update(status=Document.Status.RETRACTED, updated_at=timezone.now())
+    audit(action, document, actor=actor, summary=summary, before={"status": document.status},
+          after={"status": Document.Status.RETRACTED})  # fmt: skip
+    document.status = Document.Status.RETRACTED
+
+
+def document_retract(document: Document, *, actor: AbstractBaseUser | None = None, reason: str = "") -> dict:
+    """Retract `document` and everything derived from it. Returns {"documents": [...], "writebacks": [...]}."""
+    documents, writebacks = [], []
+    with transaction.atomic():
+        _hide(document, actor=actor, action="document.retract", summary=reason or "retracted")
+        documents.append(document)
+        frontier, seen = [document], {document.id}
+        while frontier:
+            causes = {d.id: d for d in frontier}
+            frontier = []
+            for writeback in _resting_on(list(causes)):
+                cause = next(d for d in writeback.evidence_documents.all() if d.id in causes)
+                before = writeback.status
+                writeback.status, writeback.retracted_at = WriteBack.Status.RETRACTED, timezone.now()
+                writeback.save(update_fields=["status", "retracted_at"])
+                audit("writeback.retract", writeback, actor=actor,
+                      summary=f"rests on retracted document {cause.id} ({cause.title[:80]})",
+                      before={"status": before}, after={"status": writeback.status})  # fmt: skip
+                writebacks.append(writeback)
+                derived = writeback.document
+                if derived is not None and derived.id not in seen:
+                    seen.add(derived.id)
+                    _hide(derived, actor=actor, action="document.retract",
+                          summary=f"cascade: write-back {writeback.id} retracted")  # fmt: skip
+                    documents.append(derived)
+                    frontier.append(derived)
+    return {"documents": documents, "writebacks": writebacks}
+
+
+def writebacks_requeue(changed: list[Document], *, actor: AbstractBaseUser | None = None) -> list[WriteBack]:
+    """`changed` documents were re-ingested with new text: what rests on them goes back to review."""
+    requeued = []
+    with transaction.atomic():
+        frontier, seen = list(changed), {d.id for d in changed}
+        while frontier:
+            causes = {d.id: d for d in frontier}
+            frontier = []
+            for writeback in _resting_on(list(causes)):
+                cause = next(d for d in writeback.evidence_documents.all() if d.id in causes)
+                note = f"evidence document {cause.id} ({cause.title[:80]}) changed: check the answer against it again"
+                before = writeback.status
+                if before == WriteBack.Status.PUBLISHED:
+                    writeback.status = WriteBack.Status.PENDING_REVIEW
+                writeback.review_note = "\n".join(filter(None, [writeback.review_note, note]))
+                writeback.save(update_fields=["status", "review_note"])
+                audit("writeback.requeue", writeback, actor=actor, summary=note,
+                      before={"status": before}, after={"status": writeback.status})  # fmt: skip
+                requeued.append(writeback)
+                derived = writeback.document
+                if derived is not None and derived.id not in seen:
+                    seen.add(derived.id)
+                    _hide(derived, actor=actor, action="document.hide", summary=f"write-back {writeback.id} re-queued")
+                    frontier.append(derived)
+    return requeued

@@ -1,0 +1,123 @@
+"""Writes to write-backs: propose, publish, reject. Validation (pipeline/validation.py) decides
+which proposals reach review; curators (or the auto-publish policy) decide what is published.
+
+Publishing makes a GENERATED document in the collection of the write-back's best source evidence,
+chunked and embedded like any document, readable only by users who can read every collection its
+evidence came from (Document.requires_collections), and linked to the documents it rests on.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+from rest_framework import status
+
+from config.exceptions import CairnError
+from corpus.audit import audit
+from corpus.embedder import Embedder
+from corpus.extract import ExtractedDocument
+from corpus.models import Collection, Document, WriteBack
+from corpus.services import documents_ingest
+
+
+def writeback_propose(
+    *, response_id, asked_by, question: str, answer: str, evidence: list[dict], collection_id: int
+) -> WriteBack:
+    """A candidate in PENDING_VALIDATION: written in the answer's own transaction, so no answer's
+    candidate is lost between the response and the worker."""
+    writeback = WriteBack.objects.create(
+        response_id=response_id, asked_by=asked_by, question=question, answer=answer, evidence=evidence,
+        collection_id=collection_id,
+    )  # fmt: skip
+    writeback.evidence_documents.set({e["document_id"] for e in evidence if e.get("document_id")})
+    return writeback
+
+
+def generated_share(collection: Collection, *, adding: int = 0) -> float:
+    """The share of `collection`'s active documents that are generated, after adding `adding` more."""
+    active = Document.objects.filter(collection=collection, status=Document.Status.ACTIVE)
+    total = active.count() + adding
+    return (active.filter(origin=Document.Origin.GENERATED).count() + adding) / total if total else 0.0
+
+
+def cap_reason(collection: Collection) -> str:
+    """Why a write-back cannot be published into `collection` now ("" when it can): the share of
+    generated documents may not pass CAIRN_WRITEBACK_ALPHA_MAX (the loop guard's cap)."""
+    alpha_max = settings.CAIRN_WRITEBACK_ALPHA_MAX
+    share = generated_share(collection, adding=1)
+    if share > alpha_max:
+        return f"collection {collection.slug} would be {share:.0%} generated (cap {alpha_max:.0%}): waits for sources"
+    return ""
+
+
+def _locked(writeback: WriteBack, *expected: str) -> WriteBack:
+    locked = WriteBack.objects.select_for_update().get(id=writeback.id)
+    if locked.status not in expected:
+        raise CairnError(
+            "status", f"write-back {writeback.id} is {locked.status}, not {' or '.join(expected)}",
+            status_code=status.HTTP_409_CONFLICT,
+        )  # fmt: skip
+    return locked
+
+
+def writeback_publish(
+    writeback: WriteBack, *, actor: AbstractBaseUser | None = None, note: str = "", embedder: Embedder | None = None
+) -> WriteBack:
+    """Publish a PENDING_REVIEW write-back (`actor` None: the auto-publish policy)."""
+    with transaction.atomic():
+        writeback = _locked(writeback, WriteBack.Status.PENDING_REVIEW)
+        if not writeback.text.strip():
+            raise CairnError("text", f"write-back {writeback.id} has no validated text to publish")
+        if reason := cap_reason(writeback.collection):
+            if writeback.held != reason:
+                writeback.held = reason
+                writeback.save(update_fields=["held"])
+            raise CairnError("collection", reason, status_code=status.HTTP_409_CONFLICT)
+        report = documents_ingest(
+            collection=writeback.collection,
+            documents=[
+                ExtractedDocument(
+                    title=writeback.question[:500], text=writeback.text, source=f"writeback:{writeback.id}",
+                    mime_type="text/plain", metadata={"writeback": writeback.id, "response_id": str(writeback.response_id)},
+                )
+            ],
+            origin=Document.Origin.GENERATED,
+            embedder=embedder,
+        )  # fmt: skip
+        document = report.outcomes[0].document
+        if document.status != Document.Status.ACTIVE:  # published before, hidden by a re-queue
+            Document.objects.filter(id=document.id).update(status=Document.Status.ACTIVE)
+        document.requires_collections.set(
+            Collection.objects.filter(documents__in=writeback.evidence_documents.all()).distinct()
+        )
+        now = timezone.now()
+        writeback.status, writeback.document, writeback.held, writeback.published_at = (
+            WriteBack.Status.PUBLISHED, document, "", now,
+        )  # fmt: skip
+        if actor is not None:
+            writeback.reviewer, writeback.reviewed_at = actor, now
+        if note:
+            writeback.review_note = "\n".join(filter(None, [writeback.review_note, note]))
+        writeback.save()
+        audit("writeback.publish", writeback, actor=actor,
+              summary=note or ("approved" if actor else "auto-published by policy"),
+              before={"status": WriteBack.Status.PENDING_REVIEW},
+              after={"status": writeback.status, "document": document.id})  # fmt: skip
+    return writeback
+
+
+def writeback_reject(writeback: WriteBack, *, actor: AbstractBaseUser, reason: str) -> WriteBack:
+    """A curator rejects a PENDING_REVIEW write-back (pipeline.review also records the critique)."""
+    if not reason.strip():
+        raise CairnError("reason", "say why the write-back is rejected: the reason becomes a critique")
+    with transaction.atomic():
+        writeback = _locked(writeback, WriteBack.Status.PENDING_REVIEW)
+        writeback.status, writeback.reviewer, writeback.reviewed_at = WriteBack.Status.REJECTED, actor, timezone.now()
+        writeback.review_note = "\n".join(filter(None, [writeback.review_note, reason.strip()]))
+        writeback.critique = [*writeback.critique, {"check": "curator", "reason": reason.strip()}]
+        writeback.save()
+        audit("writeback.reject", writeback, actor=actor, summary=reason.strip(),
+              before={"status": WriteBack.Status.PENDING_REVIEW}, after={"status": writeback.status})  # fmt: skip
+    return writeback

@@ -1,0 +1,311 @@
+"""The acceptance layer (seed 000, Bidirectional RAG): may this answer become a corpus addition?
+
+Runs in the background (pipeline/tasks.py) on the write-back the answer proposed, and again,
+synchronously, when a curator edits one. Three checks, thresholds in settings:
+
+- grounding (Eq. 8): the mean over answer sentences of the best NLI entailment against the
+  answer's corpus evidence. A sentence is judged as the claim it makes about its question: "Delhi."
+  alone is entailed by nothing, "Delhi is the capital of India." can be (nli_data.claim_from, the
+  same form the NLI model was trained and calibrated on). CAIRN_GROUNDING_THRESHOLD.
+- attribution (Eq. 9): valid citations / (citations + uncited sentences): a citation is valid when
+  it names evidence the generator was given; an uncited sentence counts against. CAIRN_ATTRIBUTION_THRESHOLD.
+- novelty (Eq. 10): 1 - the highest cosine similarity between what would be published and any
+  active chunk, readable by the asker or not, or any write-back awaiting review. CAIRN_NOVELTY_THRESHOLD.
+
+And the loop guard: some sentence must be entailed (at the grounding threshold) by a SOURCE
+document; an answer that rests only on earlier write-backs is refused. The cap on generated
+content (CAIRN_WRITEBACK_ALPHA_MAX) holds a candidate that passes: it waits in review.
+
+Verdicts: REJECTED with a machine-readable critique (and a Critique the generator will see as a
+warning on similar questions), or PENDING_REVIEW; CAIRN_AUTO_PUBLISH publishes candidates that clear
+the stricter CAIRN_AUTO_PUBLISH_* bars. Every verdict leaves an audit row and an ExperienceLog.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from config.exceptions import CairnError
+from corpus.audit import audit
+from corpus.chunking import split_sentences
+from corpus.embedder import get_embedder
+from corpus.models import Chunk, Document, WriteBack
+from corpus.services import embedding_input
+from corpus.writebacks import cap_reason, writeback_publish
+from pipeline.models import Critique, ExperienceLog
+from pipeline.nli_data import claim_from
+from pipeline.verifiers import get_entailment_model
+
+_CITATION = re.compile(r"\[(\d+)\]")
+_CITATIONS_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+\])+)")
+SHORT_ANSWER_WORDS = 4  # a sentence this short is an answer fragment: judge the claim it makes
+
+
+@dataclass(frozen=True)
+class SentenceCheck:
+    sentence: str
+    claim: str
+    cited: list[int]
+    entailment: float  # the best over all corpus evidence
+    best_n: int | None
+    source_entailment: float  # the best over evidence from SOURCE documents (the loop guard)
+
+
+@dataclass
+class Validation:
+    grounding: float
+    attribution: float
+    novelty: float
+    sentences: list[SentenceCheck]
+    nearest: dict
+    text: str  # what would be published
+    embedding: list[float]  # of what would be published: novelty, and later candidates' novelty
+    question_embedding: list[float]  # finds this experience for similar questions
+    critique: list[dict] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.critique
+
+
+def answer_sentences(answer: str) -> list[tuple[str, list[int]]]:
+    """Each sentence of a cited answer with the citation numbers it carries, citations removed.
+    "A. [1] B. [2]" and "A [1]. B [2]." both give [("A.", [1]), ("B.", [2])]."""
+    normalised = _CITATIONS_AFTER_STOP.sub(r"\2\1", answer)
+    sentences = []
+    for sentence in split_sentences(normalised):
+        cited = [int(n) for n in _CITATION.findall(sentence)]
+        text = re.sub(r"\s+([.!?,;:])", r"\1", _CITATION.sub("", sentence))
+        text = " ".join(text.split())
+        if re.search(r"\w", text):
+            sentences.append((text, cited))
+    return sentences
+
+
+def claim_for(question: str, sentence: str) -> str:
+    return claim_from(question, sentence) if len(sentence.split()) <= SHORT_ANSWER_WORDS else sentence
+
+
+def proposed_text(question: str, sentences: list[tuple[str, list[int]]], evidence: list[dict]) -> str:
+    """The document a write-back would publish: each sentence as the claim it makes (so "Delhi."
+    becomes a statement that stands alone), its citations resolved to the titles of its sources."""
+    titles = {e["n"]: e.get("title") or "untitled" for e in evidence}
+    parts = []
+    for sentence, cited in sentences:
+        claim = claim_for(question, sentence).rstrip(".!?")
+        sources = "; ".join(dict.fromkeys(titles.get(n, f"unknown source {n}") for n in cited))
+        parts.append(f"{claim} ({sources})." if sources else f"{claim}.")
+    return " ".join(parts)
+
+
+def check_grounding(question: str, sentences: list[tuple[str, list[int]]], evidence: list[dict]) -> list[SentenceCheck]:
+    """One batched NLI call: every (evidence text, claim) pair."""
+    claims = [claim_for(question, s) for s, _ in sentences]
+    pairs = [(e["text"], claim) for claim in claims for e in evidence]
+    entail = get_entailment_model().predict(pairs)[:, 0].reshape(len(claims), len(evidence)) if pairs else None
+    checks = []
+    for i, ((sentence, cited), claim) in enumerate(zip(sentences, claims, strict=True)):
+        scores = [] if entail is None else entail[i].tolist()
+        best = max(range(len(scores)), key=scores.__getitem__, default=None)
+        source = [s for s, e in zip(scores, evidence, strict=True) if e.get("origin") == Document.Origin.SOURCE]
+        checks.append(
+            SentenceCheck(
+                sentence=sentence, claim=claim, cited=cited,
+                entailment=round(scores[best], 4) if best is not None else 0.0,
+                best_n=evidence[best]["n"] if best is not None else None,
+                source_entailment=round(max(source, default=0.0), 4),
+            )
+        )  # fmt: skip
+    return checks
+
+
+def attribution_score(sentences: list[tuple[str, list[int]]], used: set[int]) -> tuple[float, list[int], list[str]]:
+    """(score, citations naming unused evidence, uncited sentences)."""
+    citations = [n for _, cited in sentences for n in cited]
+    bad = [n for n in citations if n not in used]
+    uncited = [s for s, cited in sentences if not cited]
+    total = len(citations) + len(uncited)
+    return ((len(citations) - len(bad)) / total if total else 0.0), bad, uncited
+
+
+def nearest_existing(vector, *, exclude: WriteBack) -> dict:
+    """The most similar active chunk (any collection: a duplicate is a duplicate whoever may read
+    it; only its id and similarity are recorded) and write-back awaiting review."""
+    chunks = Chunk.objects.filter(document__status=Document.Status.ACTIVE)
+    if exclude.document_id:
+        chunks = chunks.exclude(document_id=exclude.document_id)
+    chunk = chunks.annotate(distance=CosineDistance("embedding", vector)).order_by("distance").values(
+        "id", "document_id", "text", "distance"
+    ).first()  # fmt: skip
+    pending = (
+        WriteBack.objects.filter(status=WriteBack.Status.PENDING_REVIEW, embedding__isnull=False)
+        .exclude(id=exclude.id)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance")
+        .values("id", "answer", "distance")
+        .first()
+    )
+    found = []
+    if chunk:
+        found.append({"kind": "chunk", "id": chunk["id"], "document_id": chunk["document_id"],
+                      "text": chunk["text"][:500], "similarity": round(1 - chunk["distance"], 4)})  # fmt: skip
+    if pending:
+        found.append({"kind": "writeback", "id": pending["id"], "text": pending["answer"][:500],
+                      "similarity": round(1 - pending["distance"], 4)})  # fmt: skip
+    return max(found, key=lambda f: f["similarity"], default={})
+
+
+def validate(writeback: WriteBack, *, answer: str | None = None) -> Validation:
+    """Score `answer` (default: the write-back's own) against the write-back's evidence snapshot."""
+    answer = writeback.answer if answer is None else answer
+    documents = dict(
+        Document.objects.filter(id__in=[e["document_id"] for e in writeback.evidence if e.get("document_id")])
+        .values_list("id", "status")
+    )  # fmt: skip
+    origins = dict(Document.objects.filter(id__in=list(documents)).values_list("id", "origin"))
+    evidence = [{**e, "origin": origins.get(e.get("document_id"))} for e in writeback.evidence]
+    sentences = answer_sentences(answer)
+    checks = check_grounding(writeback.question, sentences, evidence)
+    grounding = round(sum(c.entailment for c in checks) / len(checks), 4) if checks else 0.0
+    attribution, bad, uncited = attribution_score(sentences, {e["n"] for e in evidence})
+    text = proposed_text(writeback.question, sentences, writeback.evidence)
+    vector, question_vector = (
+        v.tolist() for v in get_embedder().embed([embedding_input(writeback.question[:500], text), writeback.question])
+    )
+    nearest = nearest_existing(vector, exclude=writeback)
+    novelty = round(1 - nearest.get("similarity", 0.0), 4)
+
+    critique = []
+    threshold = settings.CAIRN_GROUNDING_THRESHOLD
+    retracted = sorted(d for d, status in documents.items() if status != Document.Status.ACTIVE)
+    if retracted or len(documents) < len({e["document_id"] for e in writeback.evidence if e.get("document_id")}):
+        critique.append({"check": "evidence", "reason": "evidence documents were retracted or removed",
+                         "documents": retracted})  # fmt: skip
+    if grounding < threshold:
+        weakest = min(checks, key=lambda c: c.entailment, default=None)
+        critique.append({
+            "check": "grounding", "score": grounding, "threshold": threshold,
+            "sentence": weakest.sentence if weakest else "", "claim": weakest.claim if weakest else "",
+            "entailment": weakest.entailment if weakest else 0.0,
+        })  # fmt: skip
+    elif not any(c.source_entailment >= threshold for c in checks):
+        critique.append({"check": "loop_guard", "reason": "no sentence is entailed by a source document",
+                         "threshold": threshold})  # fmt: skip
+    if attribution < settings.CAIRN_ATTRIBUTION_THRESHOLD:
+        critique.append({"check": "attribution", "score": round(attribution, 4),
+                         "threshold": settings.CAIRN_ATTRIBUTION_THRESHOLD, "bad_citations": bad,
+                         "uncited": uncited})  # fmt: skip
+    if novelty < settings.CAIRN_NOVELTY_THRESHOLD:
+        critique.append({"check": "novelty", "score": novelty, "threshold": settings.CAIRN_NOVELTY_THRESHOLD,
+                         "nearest": nearest})  # fmt: skip
+    return Validation(
+        grounding, round(attribution, 4), novelty, checks, nearest, text, vector, question_vector, critique
+    )
+
+
+def critique_text(question: str, critique: list[dict]) -> str:
+    """The critique in words, as a generator's warning."""
+    reasons = []
+    for item in critique:
+        check = item["check"]
+        if check == "grounding":
+            reasons.append(f'the claim "{item["claim"]}" was not supported by the evidence')
+        elif check == "attribution":
+            if item["bad_citations"]:
+                reasons.append(f"it cited evidence that was not given ({item['bad_citations']})")
+            if item["uncited"]:
+                reasons.append(f'the sentence "{item["uncited"][0]}" cited nothing')
+        elif check == "loop_guard":
+            reasons.append("it rested only on earlier generated answers, not on source documents")
+        elif check == "curator":
+            reasons.append(f"a curator said: {item['reason']}")
+        elif check == "evidence":
+            reasons.append("its evidence was retracted")
+        elif check == "novelty":
+            reasons.append("it repeated what the knowledge base already says")
+    return f'An answer to "{question[:200]}" was rejected: ' + "; ".join(reasons) + "."
+
+
+def critique_record(
+    writeback: WriteBack, critique: list[dict], *, source: str, embedding, actor: AbstractBaseUser | None = None
+) -> Critique:
+    """A Critique readable by readers of all of the write-back's evidence collections. A rejection
+    for novelty alone does not warn: a duplicate teaches the generator nothing."""
+    row = Critique.objects.create(
+        writeback=writeback, source=source, question=writeback.question,
+        text=critique_text(writeback.question, critique), checks=critique, embedding=embedding, created_by=actor,
+        warns=any(item["check"] != "novelty" for item in critique),
+    )  # fmt: skip
+    row.collections.set({d.collection_id for d in writeback.evidence_documents.all()} | {writeback.collection_id})
+    return row
+
+
+def _scores(validation: Validation) -> dict:
+    return {"grounding": validation.grounding, "attribution": validation.attribution, "novelty": validation.novelty}
+
+
+def writeback_validate(writeback_id: int) -> WriteBack | None:
+    """The background task: validate a PENDING_VALIDATION write-back and record the verdict.
+    Idempotent: a write-back validated already (by another worker, or before a crash) is left
+    alone, so a task handed out twice does no harm."""
+    writeback = WriteBack.objects.filter(id=writeback_id, status=WriteBack.Status.PENDING_VALIDATION).first()
+    if writeback is None:
+        return None
+    validation = validate(writeback)  # the slow part, outside any lock
+    with transaction.atomic():
+        writeback = (
+            WriteBack.objects.select_for_update(skip_locked=True)
+            .filter(id=writeback_id, status=WriteBack.Status.PENDING_VALIDATION)
+            .first()
+        )
+        if writeback is None:
+            return None
+        verdict_record(writeback, validation, actor=None)
+    if writeback.status == WriteBack.Status.PENDING_REVIEW and _auto_publishable(validation):
+        with contextlib.suppress(CairnError):  # held by the cap: it waits in review, `held` says why
+            writeback_publish(writeback)
+        writeback.refresh_from_db()
+    return writeback
+
+
+def verdict_record(writeback: WriteBack, validation: Validation, *, actor: AbstractBaseUser | None) -> None:
+    """Store the scores and the verdict, with an ExperienceLog, a Critique when rejected, an audit row."""
+    before = writeback.status
+    writeback.grounding, writeback.attribution, writeback.novelty = (
+        validation.grounding, validation.attribution, validation.novelty,
+    )  # fmt: skip
+    writeback.sentences = [vars(c) for c in validation.sentences]
+    writeback.nearest, writeback.critique, writeback.text = validation.nearest, validation.critique, validation.text
+    writeback.embedding, writeback.validated_at = validation.embedding, timezone.now()
+    writeback.status = WriteBack.Status.PENDING_REVIEW if validation.passed else WriteBack.Status.REJECTED
+    writeback.held = cap_reason(writeback.collection) if validation.passed else ""
+    writeback.save()
+    ExperienceLog.objects.update_or_create(
+        writeback=writeback,
+        defaults={"question": writeback.question, "accepted": validation.passed, "scores": _scores(validation),
+                  "embedding": validation.question_embedding},
+    )  # fmt: skip
+    if not validation.passed:
+        critique_record(writeback, validation.critique, source=Critique.Source.VALIDATION,
+                        embedding=validation.question_embedding, actor=actor)  # fmt: skip
+    failed = ", ".join(item["check"] for item in validation.critique)
+    audit("writeback.validate", writeback, actor=actor,
+          summary=f"rejected: {failed}" if failed else "passed: awaits review",
+          before={"status": before}, after={"status": writeback.status, **_scores(validation)})  # fmt: skip
+
+
+def _auto_publishable(validation: Validation) -> bool:
+    return (
+        settings.CAIRN_AUTO_PUBLISH
+        and validation.passed
+        and validation.grounding >= settings.CAIRN_AUTO_PUBLISH_GROUNDING
+        and validation.novelty >= settings.CAIRN_AUTO_PUBLISH_NOVELTY
+    )

@@ -1,0 +1,360 @@
+"""The backward path (seed 000): validated write-back, curator review, provenance and retraction,
+the experience store, the audit trail. Real database, real models, django-q2 in sync mode (a real
+worker process in test_worker.py); Ollama is a loopback server speaking its protocol."""
+
+import re
+
+import pytest
+from django.db import connection
+from django.db.utils import DatabaseError
+from django.test import override_settings
+from django_q.conf import Conf
+
+from corpus.extract import ExtractedDocument
+from corpus.models import AuditEvent, Chunk, Document, WriteBack
+from corpus.selectors import chunks_readable_by
+from corpus.services import collection_get_or_create, documents_ingest
+from corpus.writebacks import writeback_propose, writeback_publish
+from pipeline.models import Critique, ExperienceLog
+from pipeline.nli_data import DEFAULT_DATA, HELD_OUT, SPLIT_SEED, read_jsonl, split
+from pipeline.services import question_answer
+from pipeline.validation import answer_sentences, proposed_text, writeback_validate
+from tests import loopback
+from tests.conftest import client_for
+
+AURORA = [
+    ("Aurora project lead", "The Aurora project is led by Dr. Mira Okafor, who joined the research division in 2019."),
+    ("Aurora project budget", "The Aurora project has a budget of 4.2 million euros for the year 2026."),
+]
+QUESTION = "Who leads the Aurora project and what is its budget?"
+
+
+@pytest.fixture(autouse=True)
+def no_cap(settings):
+    """These collections are tiny: one write-back is already a third of one. The cap has its own test."""
+    settings.CAIRN_WRITEBACK_ALPHA_MAX = 1.0
+
+
+@pytest.fixture
+def q_sync(monkeypatch):
+    """django-q2 runs queued tasks in the caller: what a worker would do, in this process."""
+    monkeypatch.setattr(Conf, "SYNC", True)
+
+
+def ingest(collection, documents):
+    report = documents_ingest(
+        collection=collection,
+        documents=[ExtractedDocument(title, text, f"{collection.slug}/{title}", "text/markdown") for title, text in documents],
+    )  # fmt: skip
+    return [o.document for o in report.outcomes]
+
+
+@pytest.fixture
+def handbook(db):
+    collection, _ = collection_get_or_create(slug="handbook", public=True)
+    ingest(collection, AURORA)
+    return collection
+
+
+def evidence_number(messages, needle: str) -> int:
+    """The [n] the prompt gave the evidence containing `needle`."""
+    return int(re.search(rf"^\[(\d+)\][^\n]*{re.escape(needle)}", messages[-1]["content"], re.M).group(1))
+
+
+def synthesis(messages, options):
+    """An answer drawn from two documents: novel, each sentence cited to what says it."""
+    okafor, budget = evidence_number(messages, "Okafor"), evidence_number(messages, "4.2 million")
+    return f"The Aurora project is led by Dr. Mira Okafor [{okafor}]. The Aurora project has a budget of 4.2 million euros [{budget}]."
+
+
+def ask_ollama(user, question, chat, capture):
+    with loopback.ollama(chat) as server, override_settings(OLLAMA_HOST=server.url), capture(execute=True):
+        state = question_answer(user=user, question=question, generator="ollama", top_k=5)
+    return state, server
+
+
+def propose(chunks: list[Chunk], answer: str, question: str = QUESTION, user=None) -> WriteBack:
+    """A candidate as the record stage makes one, from chosen chunks (evidence [1], [2], ...)."""
+    evidence = [
+        {"n": n, "chunk_id": c.id, "document_id": c.document_id, "title": c.document.title, "text": c.text}
+        for n, c in enumerate(chunks, start=1)
+    ]
+    return writeback_propose(
+        response_id=__import__("uuid").uuid4(), asked_by=user, question=question, answer=answer, evidence=evidence,
+        collection_id=chunks[0].document.collection_id,
+    )  # fmt: skip
+
+
+def published(writeback: WriteBack, curator) -> WriteBack:
+    """Publish without validation: for tests about what happens after publishing."""
+    text = proposed_text(writeback.question, answer_sentences(writeback.answer), writeback.evidence)
+    WriteBack.objects.filter(id=writeback.id).update(status=WriteBack.Status.PENDING_REVIEW, text=text)
+    writeback.refresh_from_db()
+    return writeback_publish(writeback, actor=curator)
+
+
+def chunks_of(*documents) -> list[Chunk]:
+    return [Chunk.objects.select_related("document").filter(document=d).first() for d in documents]
+
+
+def actions_on(obj) -> list[str]:
+    return list(
+        AuditEvent.objects.filter(object_type=obj._meta.label_lower, object_id=str(obj.pk))
+        .order_by("id")
+        .values_list("action", flat=True)
+    )
+
+
+def test_answer_sentences_keep_their_citations_whichever_side_of_the_stop():
+    assert answer_sentences("Delhi. [1] It is large [2][3].") == [("Delhi.", [1]), ("It is large.", [2, 3])]
+    assert answer_sentences("No citation here.") == [("No citation here.", [])]
+
+
+def test_a_grounded_cited_novel_answer_is_reviewed_published_and_then_retrieved(
+    handbook, charlie, bob, q_sync, django_capture_on_commit_callbacks
+):
+    state, _ = ask_ollama(charlie, QUESTION, synthesis, django_capture_on_commit_callbacks)
+    writeback = WriteBack.objects.get(response_id=state.record.response_id)
+    assert writeback.status == WriteBack.Status.PENDING_REVIEW, writeback.critique
+    assert writeback.grounding >= 0.9 and writeback.attribution == 1.0 and writeback.novelty >= 0.1
+    assert ExperienceLog.objects.get(writeback=writeback).accepted
+    assert not chunks_readable_by(user=charlie).filter(document__origin=Document.Origin.GENERATED).exists()
+
+    queue = client_for(bob).get("/api/v1/writebacks", {"status": "PENDING_REVIEW"}).json()["results"]
+    assert [w["id"] for w in queue] == [writeback.id]
+    response = client_for(bob).post(f"/api/v1/writebacks/{writeback.id}/approve", {}, format="json")
+    assert response.status_code == 200, response.content
+    writeback.refresh_from_db()
+    assert writeback.status == WriteBack.Status.PUBLISHED and writeback.reviewer == bob
+    document = writeback.document
+    assert document.origin == Document.Origin.GENERATED and document.collection == handbook
+    assert set(writeback.evidence_documents.values_list("title", flat=True)) == {t for t, _ in AURORA}
+    assert document.chunks.get().text == (
+        "The Aurora project is led by Dr. Mira Okafor (Aurora project lead). "
+        "The Aurora project has a budget of 4.2 million euros (Aurora project budget)."
+    )  # citations resolved to their sources
+
+    later = question_answer(user=charlie, question="How much money does Dr. Okafor's project have?", mode="fast")
+    assert document.id in [hit.document_id for hit in later.hits]
+    assert actions_on(writeback) == ["writeback.validate", "writeback.publish"]
+
+
+def test_a_hallucinated_answer_is_rejected_with_a_grounding_critique(db, alice):
+    row = split(read_jsonl(DEFAULT_DATA / "halueval_qa" / "qa_data.jsonl"), held_out=HELD_OUT["halueval"], seed=SPLIT_SEED)[1][0]  # fmt: skip
+    collection, _ = collection_get_or_create(slug="trivia", public=True)
+    (document,) = ingest(collection, [("Knowledge", row["knowledge"])])
+    writeback = propose(chunks_of(document), f"{row['hallucinated_answer']} [1]", question=row["question"])
+    writeback_validate(writeback.id)
+    writeback.refresh_from_db()
+    assert writeback.status == WriteBack.Status.REJECTED
+    assert [c["check"] for c in writeback.critique] == ["grounding"]
+    critique = Critique.objects.get(writeback=writeback)
+    assert critique.source == Critique.Source.VALIDATION and critique.warns and "not supported" in critique.text
+    assert not ExperienceLog.objects.get(writeback=writeback).accepted
+    assert actions_on(writeback) == ["writeback.validate"]
+
+
+def test_a_duplicate_is_rejected_for_novelty(handbook, bob):
+    (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
+    first = published(propose([lead], "The Aurora project is led by Dr. Mira Okafor [1]."), bob)
+    again = propose([lead], "The Aurora project is led by Dr. Mira Okafor [1].")
+    writeback_validate(again.id)
+    again.refresh_from_db()
+    assert again.status == WriteBack.Status.REJECTED
+    (novelty,) = again.critique
+    assert novelty["check"] == "novelty" and novelty["nearest"]["document_id"] == first.document_id
+    assert not Critique.objects.get(writeback=again).warns  # a duplicate teaches the generator nothing
+
+
+def test_a_citation_to_evidence_not_given_fails_attribution(handbook):
+    lead, budget = chunks_of(*Document.objects.filter(collection=handbook).order_by("id"))
+    writeback = propose(
+        [lead, budget], "The Aurora project is led by Dr. Mira Okafor [1]. It costs 4.2 million euros [7]."
+    )
+    writeback_validate(writeback.id)
+    writeback.refresh_from_db()
+    checks = {c["check"]: c for c in writeback.critique}
+    assert writeback.status == WriteBack.Status.REJECTED and "attribution" in checks
+    assert checks["attribution"]["bad_citations"] == [7] and writeback.attribution == 0.5
+
+
+def test_an_answer_grounded_only_on_write_backs_is_refused(handbook, bob):
+    (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
+    earlier = published(
+        propose([lead], "Dr. Mira Okafor has led the Aurora project since she joined in 2019 [1]."), bob
+    )
+    (generated,) = chunks_of(earlier.document)
+    writeback = propose([generated], "The Aurora project is led by Dr. Mira Okafor [1].", question="Who runs Aurora?")
+    writeback_validate(writeback.id)
+    writeback.refresh_from_db()
+    assert writeback.status == WriteBack.Status.REJECTED
+    assert "loop_guard" in [c["check"] for c in writeback.critique], writeback.critique
+
+
+def test_the_generated_share_cap_holds_candidates_in_review(
+    handbook, charlie, bob, q_sync, django_capture_on_commit_callbacks
+):
+    with override_settings(CAIRN_WRITEBACK_ALPHA_MAX=0.2):  # handbook: 2 sources, one more would be 33%
+        state, _ = ask_ollama(charlie, QUESTION, synthesis, django_capture_on_commit_callbacks)
+        writeback = WriteBack.objects.get(response_id=state.record.response_id)
+        assert writeback.status == WriteBack.Status.PENDING_REVIEW and "cap 20%" in writeback.held
+        response = client_for(bob).post(f"/api/v1/writebacks/{writeback.id}/approve", {}, format="json")
+    assert response.status_code == 409 and "cap" in response.json()["collection"][0]
+    writeback.refresh_from_db()
+    assert writeback.status == WriteBack.Status.PENDING_REVIEW and writeback.document is None
+
+
+def test_auto_publish_policy_publishes_what_clears_the_stricter_bars(
+    handbook, charlie, q_sync, django_capture_on_commit_callbacks
+):
+    with override_settings(CAIRN_AUTO_PUBLISH=True, CAIRN_AUTO_PUBLISH_GROUNDING=0.95, CAIRN_WRITEBACK_ALPHA_MAX=0.5):
+        state, _ = ask_ollama(charlie, QUESTION, synthesis, django_capture_on_commit_callbacks)
+    writeback = WriteBack.objects.get(response_id=state.record.response_id)
+    assert writeback.status == WriteBack.Status.PUBLISHED and writeback.reviewer is None
+    event = AuditEvent.objects.get(action="writeback.publish", object_id=str(writeback.id))
+    assert event.actor_name == "system" and "policy" in event.summary
+
+
+def test_a_write_back_never_widens_access(handbook, finance, alice, charlie, bob):
+    (policy,) = chunks_of(Document.objects.get(collection=finance))
+    (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
+    writeback = published(
+        propose([lead, policy], "The Aurora lead is Dr. Mira Okafor [1]. Travel per diem is 85 euros [2]."), bob
+    )
+    assert writeback.document.collection == handbook  # public, but it also carries finance's evidence
+    assert not chunks_readable_by(user=charlie).filter(document=writeback.document).exists()
+    assert chunks_readable_by(user=alice).filter(document=writeback.document).exists()  # alice reads both
+
+
+def test_retraction_cascades_through_two_generations(handbook, bob):
+    lead_doc, budget_doc = Document.objects.filter(collection=handbook).order_by("id")
+    lead, budget = chunks_of(lead_doc, budget_doc)
+    first = published(propose([lead], "The Aurora project is led by Dr. Mira Okafor [1]."), bob)
+    (generated,) = chunks_of(first.document)
+    second = published(propose([generated, budget], "Dr. Okafor's project has 4.2 million euros [1][2]."), bob)
+    pending = propose([lead], "Dr. Mira Okafor joined in 2019 [1].")
+
+    response = client_for(bob).post(f"/api/v1/documents/{lead_doc.id}/retract", {"reason": "wrong lead"}, format="json")
+    assert response.status_code == 200, response.content
+    assert set(response.json()["documents"]) == {lead_doc.id, first.document_id, second.document_id}
+    assert set(response.json()["writebacks"]) == {first.id, second.id, pending.id}
+    for writeback in (first, second, pending):
+        writeback.refresh_from_db()
+        assert writeback.status == WriteBack.Status.RETRACTED
+    assert Document.objects.get(id=budget_doc.id).is_active  # the other source stands
+    assert not chunks_readable_by(user=bob).filter(document_id__in=response.json()["documents"]).exists()
+    assert actions_on(lead_doc) == ["document.retract"] and actions_on(second)[-1] == "writeback.retract"
+    assert AuditEvent.objects.get(action="document.retract", object_id=str(lead_doc.id)).summary == "wrong lead"
+    again = client_for(bob).post(f"/api/v1/documents/{lead_doc.id}/retract", {}, format="json")
+    assert again.status_code == 409
+
+
+def test_re_ingesting_a_changed_source_sends_what_rests_on_it_back_to_review(handbook, bob):
+    (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
+    writeback = published(propose([lead], "The Aurora project is led by Dr. Mira Okafor [1]."), bob)
+    ingest(handbook, [("Aurora project lead", "The Aurora project is led by Dr. Samuel Berg since March 2026.")])
+    writeback.refresh_from_db()
+    assert writeback.status == WriteBack.Status.PENDING_REVIEW and "changed" in writeback.review_note
+    assert not writeback.document.is_active  # hidden until a curator approves it again
+    assert actions_on(writeback)[-1] == "writeback.requeue"
+
+
+def test_a_curator_rejection_becomes_a_warning_on_a_similar_later_question(
+    handbook, charlie, bob, q_sync, django_capture_on_commit_callbacks
+):
+    state, _ = ask_ollama(charlie, QUESTION, synthesis, django_capture_on_commit_callbacks)
+    writeback = WriteBack.objects.get(response_id=state.record.response_id)
+    missing = client_for(bob).post(f"/api/v1/writebacks/{writeback.id}/reject", {}, format="json")
+    assert missing.status_code == 400 and "reason" in missing.json()
+    reason = "the budget figure is for 2026 only; say so"
+    response = client_for(bob).post(f"/api/v1/writebacks/{writeback.id}/reject", {"reason": reason}, format="json")
+    assert response.status_code == 200 and response.json()["status"] == "REJECTED"
+
+    prompts = []
+
+    def chat(messages, options):
+        prompts.append(messages[-1]["content"])
+        return synthesis(messages, options)
+
+    later, _ = ask_ollama(charlie, "Who is the leader of the Aurora project, and how large is its budget?", chat,
+                          django_capture_on_commit_callbacks)  # fmt: skip
+    assert any(reason in w for w in later.warnings) and reason in prompts[0]
+    body = client_for(charlie).get(f"/api/v1/answers/{later.record.response_id}").json()
+    assert any(reason in w for w in body["warnings"])
+    unrelated = question_answer(user=charlie, question="who got the first nobel prize in physics", mode="fast")
+    assert unrelated.warnings == []
+    assert actions_on(writeback) == ["writeback.validate", "writeback.reject"]
+
+
+def test_critiques_of_private_evidence_stay_private(handbook, finance, alice, charlie, bob):
+    (policy,) = chunks_of(Document.objects.get(collection=finance))
+    writeback = propose([policy], "Per diem is 85 euros [1].", question="What is the travel per diem?")
+    WriteBack.objects.filter(id=writeback.id).update(status=WriteBack.Status.PENDING_REVIEW)
+    client_for(bob).post(f"/api/v1/writebacks/{writeback.id}/reject", {"reason": "cite the policy year"}, format="json")
+    from corpus.embedder import get_embedder
+    from pipeline.selectors import critiques_similar
+
+    vector = get_embedder().embed(["What is the per diem for travel?"])[0]
+    assert [c.writeback_id for c in critiques_similar(user=alice, query_vector=vector)] == [writeback.id]
+    assert critiques_similar(user=charlie, query_vector=vector) == []
+
+
+def test_an_edit_is_validated_again_before_it_is_published(handbook, bob):
+    (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
+    writeback = propose([lead], "The Aurora project is led by Dr. Mira Okafor [1].", question="Who leads Aurora?")
+    WriteBack.objects.filter(id=writeback.id).update(status=WriteBack.Status.PENDING_REVIEW)
+    edited = "The Aurora project is led by Dr. Samuel Berg [1]."
+    response = client_for(bob).post(f"/api/v1/writebacks/{writeback.id}/approve", {"answer": edited}, format="json")
+    assert response.status_code == 200 and response.json()["status"] == "REJECTED"
+    assert "grounding" in [c["check"] for c in response.json()["critique"]]
+    assert actions_on(writeback) == ["writeback.edit", "writeback.validate"]
+
+
+def test_writeback_endpoints_are_for_curators_and_check_their_input(handbook, alice, bob):
+    assert client_for(alice).get("/api/v1/writebacks").status_code == 403
+    assert client_for(alice).post("/api/v1/documents/1/retract", {}, format="json").status_code == 403
+    bad = client_for(bob).get("/api/v1/writebacks", {"status": "MAYBE"})
+    assert bad.status_code == 400 and "status" in bad.json()
+    assert client_for(bob).post("/api/v1/writebacks/999999/approve", {}, format="json").status_code == 404
+    (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
+    pending = propose([lead], "The Aurora project is led by Dr. Mira Okafor [1].")  # still PENDING_VALIDATION
+    conflict = client_for(bob).post(f"/api/v1/writebacks/{pending.id}/approve", {}, format="json")
+    assert conflict.status_code == 409 and "PENDING_VALIDATION" in conflict.json()["status"][0]
+
+
+def test_the_review_queue_is_in_the_admin_for_curators_only(handbook, alice, bob, client):
+    (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
+    writeback = propose([lead], "The Aurora project is led by Dr. Mira Okafor [1].")
+    writeback_validate(writeback.id)
+    client.force_login(bob)
+    queue = client.get("/admin/corpus/writeback/", {"status__exact": "PENDING_REVIEW"})
+    assert queue.status_code == 200
+    page = client.get(f"/admin/corpus/writeback/{writeback.id}/change/")
+    assert page.status_code == 200 and b"entailment" in page.content and b"threshold" in page.content
+    rejected = client.post(f"/admin/corpus/writeback/{writeback.id}/change/",
+                           {"answer": writeback.answer, "decision": "reject", "reason": "too thin"})  # fmt: skip
+    assert rejected.status_code == 302
+    writeback.refresh_from_db()
+    assert writeback.status == WriteBack.Status.REJECTED and writeback.reviewer == bob
+    client.force_login(alice)
+    assert client.get("/admin/corpus/writeback/").status_code == 302  # not staff: to the login page
+
+
+def test_the_audit_trail_is_append_only_and_records_access_changes(finance, alice):
+    from django.contrib.auth.models import Group
+
+    finance.groups.add(Group.objects.create(name="auditors"))
+    event = AuditEvent.objects.filter(action="collection.groups", object_id=str(finance.id)).latest("id")
+    assert "auditors" in event.summary and event.actor_name == "system"
+    finance.is_public = True
+    finance.save()
+    assert AuditEvent.objects.filter(action="collection.public", object_id=str(finance.id)).exists()
+    with pytest.raises(PermissionError):
+        event.save()
+    with pytest.raises(PermissionError):
+        AuditEvent.objects.filter(id=event.id).delete()
+    with (
+        pytest.raises(DatabaseError, match="append-only"),
+        connection.cursor() as cursor,
+    ):  # below the app, the trigger refuses too
+        cursor.execute("UPDATE corpus_auditevent SET summary = 'nothing happened' WHERE id = %s", [event.id])
