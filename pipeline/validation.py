@@ -45,7 +45,7 @@ from pipeline.nli_data import claim_from
 from pipeline.verifiers import get_entailment_model
 
 _CITATION = re.compile(r"\[(\d+)\]")
-_CITATIONS_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d+\])+)")
+_CITATION_RUN = re.compile(r"((?:\s*\[\d+\])+)")
 SHORT_ANSWER_WORDS = 4  # a sentence this short is an answer fragment: judge the claim it makes
 
 
@@ -78,29 +78,47 @@ class Validation:
 
 def answer_sentences(answer: str) -> list[tuple[str, list[int]]]:
     """Each sentence of a cited answer with the citation numbers it carries, citations removed.
-    "A. [1] B. [2]" and "A [1]. B [2]." both give [("A.", [1]), ("B.", [2])]."""
-    normalised = _CITATIONS_AFTER_STOP.sub(r"\2\1", answer)
-    sentences = []
-    for sentence in split_sentences(normalised):
-        cited = [int(n) for n in _CITATION.findall(sentence)]
-        text = re.sub(r"\s+([.!?,;:])", r"\1", _CITATION.sub("", sentence))
-        text = " ".join(text.split())
-        if re.search(r"\w", text):
-            sentences.append((text, cited))
+
+    Citations close what precedes them: "A. [1] B [2]." and "A [1]. B [2]." both give
+    [("A.", [1]), ("B.", [2])], and so do citations after closing quotes, ellipses or
+    abbreviations ('... "Signs." [1]'), where splitting sentences first would hand the citation
+    to the next sentence. Text before a citation but in an earlier sentence is uncited."""
+    parts = _CITATION_RUN.split(answer)  # text, citations, text, citations, ..., text
+    sentences: list[tuple[str, list[int]]] = []
+    for i in range(0, len(parts), 2):
+        text, citations = parts[i], parts[i + 1] if i + 1 < len(parts) else ""
+        if sentences and (stop := re.match(r"\s*([.!?]+)", text)):  # "A [1]." : the stop closes A
+            sentences[-1] = (sentences[-1][0].rstrip() + stop.group(1), sentences[-1][1])
+            text = text[stop.end() :]
+        pieces = [" ".join(p.split()) for p in split_sentences(text) if re.search(r"\w", p)]
+        numbers = [int(n) for n in _CITATION.findall(citations)]
+        if not pieces:
+            if numbers and sentences:
+                sentences[-1][1].extend(numbers)
+            continue
+        sentences += [(piece, []) for piece in pieces[:-1]]
+        sentences.append((pieces[-1], numbers))
     return sentences
 
 
-def claim_for(question: str, sentence: str) -> str:
-    return claim_from(question, sentence) if len(sentence.split()) <= SHORT_ANSWER_WORDS else sentence
+def claim_for(question: str, sentence: str, *, alone: bool) -> str:
+    """The claim an answer sentence makes. A one-sentence answer is judged as claim_from(question,
+    answer): the form the NLI model was trained and the grounding threshold calibrated on. In a
+    longer answer each sentence answers part of the question ("Who leads X and what is its
+    budget?"), so it is judged as it stands, unless it is a fragment ("Delhi.")."""
+    if alone or len(sentence.split()) <= SHORT_ANSWER_WORDS:
+        return claim_from(question, sentence)
+    return sentence
 
 
 def proposed_text(question: str, sentences: list[tuple[str, list[int]]], evidence: list[dict]) -> str:
-    """The document a write-back would publish: each sentence as the claim it makes (so "Delhi."
-    becomes a statement that stands alone), its citations resolved to the titles of its sources."""
+    """The document a write-back would publish: each sentence as it stands, a fragment as the claim
+    it makes ("Delhi." becomes a statement that stands alone), citations resolved to the titles
+    of their sources."""
     titles = {e["n"]: e.get("title") or "untitled" for e in evidence}
     parts = []
     for sentence, cited in sentences:
-        claim = claim_for(question, sentence).rstrip(".!?")
+        claim = claim_for(question, sentence, alone=False).rstrip(".!?")  # fragments become statements
         sources = "; ".join(dict.fromkeys(titles.get(n, f"unknown source {n}") for n in cited))
         parts.append(f"{claim} ({sources})." if sources else f"{claim}.")
     return " ".join(parts)
@@ -108,7 +126,7 @@ def proposed_text(question: str, sentences: list[tuple[str, list[int]]], evidenc
 
 def check_grounding(question: str, sentences: list[tuple[str, list[int]]], evidence: list[dict]) -> list[SentenceCheck]:
     """One batched NLI call: every (evidence text, claim) pair."""
-    claims = [claim_for(question, s) for s, _ in sentences]
+    claims = [claim_for(question, s, alone=len(sentences) == 1) for s, _ in sentences]
     pairs = [(e["text"], claim) for claim in claims for e in evidence]
     entail = get_entailment_model().predict(pairs)[:, 0].reshape(len(claims), len(evidence)) if pairs else None
     checks = []
@@ -138,7 +156,9 @@ def attribution_score(sentences: list[tuple[str, list[int]]], used: set[int]) ->
 
 def nearest_existing(vector, *, exclude: WriteBack) -> dict:
     """The most similar active chunk (any collection: a duplicate is a duplicate whoever may read
-    it; only its id and similarity are recorded) and write-back awaiting review."""
+    it) or write-back awaiting review, with its id, similarity and first 500 characters. Only
+    curators see write-backs, and they see every chunk in the admin anyway; the critique a reader
+    may be warned with never quotes it (critique_text)."""
     chunks = Chunk.objects.filter(document__status=Document.Status.ACTIVE)
     if exclude.document_id:
         chunks = chunks.exclude(document_id=exclude.document_id)

@@ -27,6 +27,10 @@ AURORA = [
     ("Aurora project budget", "The Aurora project has a budget of 4.2 million euros for the year 2026."),
 ]
 QUESTION = "Who leads the Aurora project and what is its budget?"
+LEAD_QUESTION = "Who leads the Aurora project?"
+SYNTHESIS = (
+    "The Aurora project is led by Dr. Mira Okafor [1]. The Aurora project has a budget of 4.2 million euros [2]."
+)
 
 
 @pytest.fixture(autouse=True)
@@ -108,6 +112,11 @@ def actions_on(obj) -> list[str]:
 def test_answer_sentences_keep_their_citations_whichever_side_of_the_stop():
     assert answer_sentences("Delhi. [1] It is large [2][3].") == [("Delhi.", [1]), ("It is large.", [2, 3])]
     assert answer_sentences("No citation here.") == [("No citation here.", [])]
+    assert answer_sentences('He starred in "Signs."[1] Then left [2].') == [
+        ('He starred in "Signs."', [1]),
+        ("Then left.", [2]),
+    ]
+    assert answer_sentences("First. Second [1].") == [("First.", []), ("Second.", [1])]  # First is uncited
 
 
 def test_a_grounded_cited_novel_answer_is_reviewed_published_and_then_retrieved(
@@ -156,8 +165,8 @@ def test_a_hallucinated_answer_is_rejected_with_a_grounding_critique(db, alice):
 
 def test_a_duplicate_is_rejected_for_novelty(handbook, bob):
     (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
-    first = published(propose([lead], "The Aurora project is led by Dr. Mira Okafor [1]."), bob)
-    again = propose([lead], "The Aurora project is led by Dr. Mira Okafor [1].")
+    first = published(propose([lead], "Dr. Mira Okafor [1].", question=LEAD_QUESTION), bob)
+    again = propose([lead], "Dr. Mira Okafor [1].", question=LEAD_QUESTION)
     writeback_validate(again.id)
     again.refresh_from_db()
     assert again.status == WriteBack.Status.REJECTED
@@ -184,7 +193,7 @@ def test_an_answer_grounded_only_on_write_backs_is_refused(handbook, bob):
         propose([lead], "Dr. Mira Okafor has led the Aurora project since she joined in 2019 [1]."), bob
     )
     (generated,) = chunks_of(earlier.document)
-    writeback = propose([generated], "The Aurora project is led by Dr. Mira Okafor [1].", question="Who runs Aurora?")
+    writeback = propose([generated], "Dr. Mira Okafor [1].", question=LEAD_QUESTION)
     writeback_validate(writeback.id)
     writeback.refresh_from_db()
     assert writeback.status == WriteBack.Status.REJECTED
@@ -323,9 +332,11 @@ def test_writeback_endpoints_are_for_curators_and_check_their_input(handbook, al
 
 
 def test_the_review_queue_is_in_the_admin_for_curators_only(handbook, alice, bob, client):
-    (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
-    writeback = propose([lead], "The Aurora project is led by Dr. Mira Okafor [1].")
+    lead, budget = chunks_of(*Document.objects.filter(collection=handbook).order_by("id"))
+    writeback = propose([lead, budget], SYNTHESIS)
     writeback_validate(writeback.id)
+    writeback.refresh_from_db()
+    assert writeback.status == WriteBack.Status.PENDING_REVIEW, writeback.critique
     client.force_login(bob)
     queue = client.get("/admin/corpus/writeback/", {"status__exact": "PENDING_REVIEW"})
     assert queue.status_code == 200
@@ -358,3 +369,29 @@ def test_the_audit_trail_is_append_only_and_records_access_changes(finance, alic
         connection.cursor() as cursor,
     ):  # below the app, the trigger refuses too
         cursor.execute("UPDATE corpus_auditevent SET summary = 'nothing happened' WHERE id = %s", [event.id])
+
+
+def test_validate_pending_finishes_what_no_worker_did_and_bulk_actions_decide_in_the_admin(handbook, bob, client):
+    from django.core.management import call_command
+
+    lead, budget = chunks_of(*Document.objects.filter(collection=handbook).order_by("id"))
+    first = propose([lead], "The Aurora project is led by Dr. Mira Okafor [1].", question="Who leads Aurora?")
+    second = propose([budget], "The Aurora project has a budget of 4.2 million euros [1].", question="Aurora budget?")
+    call_command("validate_pending", verbosity=0)
+    validated = WriteBack.objects.filter(id__in=[first.id, second.id])
+    assert not validated.filter(status=WriteBack.Status.PENDING_VALIDATION).exists()
+    assert all(w.validated_at and w.grounding is not None for w in validated)
+    for writeback in (first, second):  # whatever the verdicts, put both under review for the admin
+        WriteBack.objects.filter(id=writeback.id).update(
+            status=WriteBack.Status.PENDING_REVIEW,
+            text=proposed_text(writeback.question, answer_sentences(writeback.answer), writeback.evidence),
+        )
+    client.force_login(bob)
+    changelist = "/admin/corpus/writeback/"
+    asked = client.post(changelist, {"action": "reject", "_selected_action": [first.id]})
+    assert asked.status_code == 200 and b"Reason" in asked.content  # the reason form, nothing rejected yet
+    client.post(changelist, {"action": "reject", "_selected_action": [first.id], "apply": "1", "reason": "vague"})
+    client.post(changelist, {"action": "approve", "_selected_action": [second.id]})
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == WriteBack.Status.REJECTED and second.status == WriteBack.Status.PUBLISHED
