@@ -163,6 +163,16 @@ CAIRN_DEEP_MAX_ITERATIONS = env_int("CAIRN_DEEP_MAX_ITERATIONS", 5, minimum=0)
 CAIRN_DEEP_KEEP = env_int("CAIRN_DEEP_KEEP", 8, minimum=1)  # evidence kept between iterations
 CAIRN_CURATORS_GROUP = env_str("CAIRN_CURATORS_GROUP", "curators")
 
+# --- Reputation (seed 004): per-chunk Beta counters learned from feedback ---------------------
+CAIRN_REPUTATION_GAMMA = env_float("CAIRN_REPUTATION_GAMMA", 0.95, minimum=0.0, maximum=1.0)  # per unit
+CAIRN_REPUTATION_DECAY_UNIT = env_float("CAIRN_REPUTATION_DECAY_UNIT", 86400.0, minimum=0.001)  # seconds
+# score = w_sim*sim + w_c*C + w_p*P (+ w_e*sim*(Thompson sample + rarity) when exploring)
+CAIRN_RANK_WEIGHTS = env_floats("CAIRN_RANK_WEIGHTS", [0.20, 0.40, 0.10, 0.30], length=4)
+CAIRN_RANK_POOL = env_int("CAIRN_RANK_POOL", 2, minimum=1)  # retrieve top_k * pool, rank, keep top_k
+CAIRN_RANK_EXPLORE = env_bool("CAIRN_RANK_EXPLORE", False)  # standard and deep modes
+CAIRN_RANK_EXPLORE_FAST = env_bool("CAIRN_RANK_EXPLORE_FAST", False)
+CAIRN_RANK_SIMILARITY_FLOOR = env_float("CAIRN_RANK_SIMILARITY_FLOOR", 0.3, minimum=-1.0, maximum=1.0)
+
 # --- The backward path: validated write-back and the experience store (seed 000) -------------
 # Grounding shares CAIRN_GROUNDING_THRESHOLD (calibrated by calibrate_gate, else 0.65).
 CAIRN_WRITEBACK = env_bool("CAIRN_WRITEBACK", True)  # propose answers as corpus additions at all

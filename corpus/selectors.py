@@ -69,6 +69,7 @@ class Hit:
     vector_position: int | None  # 1-based rank within each leg
     text_position: int | None
     score: float  # reciprocal rank fusion
+    similarity: float | None = None  # cosine similarity to the query, for every hit (ranking, credit)
 
 
 def chunk_search(
@@ -125,7 +126,8 @@ def chunk_search(
             LIMIT %s
         )
         SELECT f.id, c.document_id, d.collection_id, c.ordinal, d.title, d.source, c.text, c.consistency,
-               f.distance, f.text_rank, f.vpos, f.tpos, f.fused
+               f.distance, f.text_rank, f.vpos, f.tpos, f.fused,
+               1 - COALESCE(f.distance, c.embedding <=> %s::vector) AS similarity
         FROM fused f
         JOIN {Chunk._meta.db_table} c ON c.id = f.id
         JOIN {Document._meta.db_table} d ON d.id = c.document_id
@@ -133,16 +135,20 @@ def chunk_search(
     """
     rrf_k = settings.CAIRN_RRF_K
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*vec_params, *txt_params, rrf_k, rrf_k, limit])
+        cursor.execute(sql, [*vec_params, *txt_params, rrf_k, rrf_k, limit, _vector_literal(query_vector)])
         rows = cursor.fetchall()
     return [
         Hit(
             chunk_id=r[0], document_id=r[1], collection_id=r[2], ordinal=r[3], title=r[4], source=r[5], text=r[6],
             consistency=r[7], vector_distance=r[8], text_rank=r[9], vector_position=r[10], text_position=r[11],
-            score=float(r[12]),
+            score=float(r[12]), similarity=float(r[13]),
         )
         for r in rows
     ]  # fmt: skip
+
+
+def _vector_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
 def _leg_cte(name: str, leg: QuerySet | None) -> tuple[str, list]:

@@ -74,6 +74,8 @@ class Candidate:
     trust: float = 0.0
     bucket: Bucket = Bucket.REJECTED
     settled: bool = False  # confirmed or refuted by an external passage: re-verifying keeps that verdict
+    rank_score: float | None = None  # reputation ranking (corpus candidates)
+    reputation: float | None = None  # the chunk's decayed short-term mean C
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -86,10 +88,10 @@ class Candidate:
         return " ".join(s.text for s in self.strips if s.kept)
 
 
-def candidate_from_hit(n: int, hit: Hit) -> Candidate:
+def candidate_from_hit(n: int, hit: Hit, **extra) -> Candidate:
     return Candidate(
         n=n, text=hit.text, title=hit.title, source=hit.source, consistency=hit.consistency, hit=hit,
-        strips=[Strip(text) for text in strips_of(hit.text)],
+        strips=[Strip(text) for text in strips_of(hit.text)], **extra,
     )  # fmt: skip
 
 

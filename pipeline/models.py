@@ -66,6 +66,8 @@ class Evidence(models.Model):
     vector_distance = models.FloatField(null=True, help_text="Cosine distance; empty if only full text found it.")
     text_rank = models.FloatField(null=True, help_text="ts_rank_cd; empty if only the vector search found it.")
     fused_score = models.FloatField(null=True, help_text="Reciprocal rank fusion score (corpus evidence).")
+    rank_score = models.FloatField(null=True, help_text="Score after reputation ranking (corpus evidence).")
+    reputation = models.FloatField(null=True, help_text="The chunk's short-term reputation mean C when asked.")
     relevance = models.FloatField(null=True)
     consistency = models.FloatField(null=True)
     agreement = models.FloatField(null=True)

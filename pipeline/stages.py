@@ -1,8 +1,9 @@
 """The forward path: an ordered list of stages over one `QueryState` (../shared/DESIGN.md).
 
-    embed_query -> retrieve -> verify -> correct -> refine -> recall -> generate -> record
+    embed_query -> retrieve -> rank -> verify -> correct -> refine -> recall -> generate -> record
 
-Each stage is a plain function of the state, testable alone; each is timed. `verify` is the gate
+Each stage is a plain function of the state, testable alone; each is timed. `rank` re-orders a
+pool of top_k * CAIRN_RANK_POOL retrieved chunks by reputation and keeps top_k; `verify` is the gate
 (pipeline/gate.py), `correct` asks the external source only when the gate says it should,
 `recall` finds critiques of rejected answers to similar questions (the experience store),
 `generate` writes from VERIFIED evidence only (or runs the retroactive loop in deep mode), passing
@@ -40,6 +41,8 @@ from pipeline.search import SearchError, get_search_provider, keyword_query, tru
 from pipeline.selectors import critiques_similar
 from pipeline.tasks import writeback_validate_enqueue
 from pipeline.verifiers import get_entailment_model, get_relevance_model
+from reputation.ranking import hits_rank
+from reputation.services import credits_record
 
 
 @dataclass
@@ -85,10 +88,20 @@ def retrieve(state: QueryState) -> None:
         user=state.user,
         query_vector=state.query_vector,
         text=state.question,
-        limit=state.top_k,
+        limit=state.top_k * settings.CAIRN_RANK_POOL,
         collection_ids=state.collection_ids,
     )
-    state.candidates = [candidate_from_hit(n, hit) for n, hit in enumerate(state.hits, start=1)]
+
+
+def rank(state: QueryState) -> None:
+    """Reputation re-orders the pool (reputation/ranking.py); the best top_k become the candidates."""
+    explore = settings.CAIRN_RANK_EXPLORE_FAST if state.mode == Answer.Mode.FAST else settings.CAIRN_RANK_EXPLORE
+    ranked = hits_rank(state.hits, explore=explore)[: state.top_k]
+    state.hits = [r.hit for r in ranked]
+    state.candidates = [
+        candidate_from_hit(n, r.hit, rank_score=r.score, reputation=round(r.standing.short_mean, 4))
+        for n, r in enumerate(ranked, start=1)
+    ]
 
 
 def verify(state: QueryState) -> None:
@@ -226,6 +239,8 @@ def record(state: QueryState) -> None:
                 vector_distance=c.hit.vector_distance if c.hit else None,
                 text_rank=c.hit.text_rank if c.hit else None,
                 fused_score=c.hit.score if c.hit else None,
+                rank_score=c.rank_score,
+                reputation=c.reputation,
                 relevance=c.relevance,
                 consistency=c.consistency,
                 agreement=c.agreement,
@@ -237,8 +252,18 @@ def record(state: QueryState) -> None:
             )
             for c in state.candidates
         )
+        credits_record(response_id=state.record.response_id, user=state.user, credited=credited(state))
         if settings.CAIRN_WRITEBACK and (writeback := propose(state)) is not None:
             transaction.on_commit(lambda: writeback_validate_enqueue(writeback.id))
+
+
+def credited(state: QueryState) -> list[tuple[int, float]]:
+    """(chunk id, similarity) of the chunks feedback on this answer will credit: the corpus
+    evidence the generator was given. A not-found answer credits nothing: its chunks were
+    rejected by the gate already, rightly or not, and feedback says nothing about them."""
+    if not state.generation.found:
+        return []
+    return [(c.hit.chunk_id, c.hit.similarity or 0.0) for c in state.verified if c.origin == "corpus" and c.hit]
 
 
 def propose(state: QueryState):
@@ -264,7 +289,7 @@ def propose(state: QueryState):
 
 
 Stage = Callable[[QueryState], None]
-STAGES: tuple[Stage, ...] = (embed_query, retrieve, verify, correct, refine, recall, generate, record)
+STAGES: tuple[Stage, ...] = (embed_query, retrieve, rank, verify, correct, refine, recall, generate, record)
 
 
 def pipeline_run(state: QueryState, stages: Sequence[Stage] = STAGES) -> QueryState:

@@ -40,6 +40,7 @@ def test_query_returns_a_cited_answer_with_its_evidence_and_records_it(charlie):
     assert set(body["timings_ms"]) == {
         "embed_query",
         "retrieve",
+        "rank",
         "verify",
         "correct",
         "refine",

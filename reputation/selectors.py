@@ -1,0 +1,69 @@
+"""Reads of reputation: counters with decay applied on read, and the curators' worry list."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db.models import F, FloatField, QuerySet
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from reputation.models import Reputation
+from reputation.scoring import beta_mean, decayed, trust
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A chunk's reputation now: short-term counters decayed to this moment."""
+
+    alpha: float = 1.0
+    beta: float = 1.0
+    long_alpha: float = 1.0
+    long_beta: float = 1.0
+    fooled: float = 0.0
+    verified: float = 0.0
+    feedback_count: int = 0
+
+    @property
+    def short_mean(self) -> float:  # C
+        return beta_mean(self.alpha, self.beta)
+
+    @property
+    def long_mean(self) -> float:  # P = A / (A + B)
+        return beta_mean(self.long_alpha, self.long_beta)
+
+    @property
+    def trust(self) -> float:
+        return trust(self.fooled, self.verified)
+
+
+PRIOR = Standing()
+
+
+def standings(chunk_ids: Iterable[int], *, now: datetime | None = None) -> dict[int, Standing]:
+    """Each chunk's standing (the prior for chunks without a row), in one query."""
+    now = now or timezone.now()
+    gamma, unit = settings.CAIRN_REPUTATION_GAMMA, settings.CAIRN_REPUTATION_DECAY_UNIT
+    result = {}
+    for row in Reputation.objects.filter(chunk_id__in=list(chunk_ids)):
+        dt = (now - row.last_updated).total_seconds() / unit
+        result[row.chunk_id] = Standing(
+            alpha=decayed(row.alpha, gamma, dt), beta=decayed(row.beta, gamma, dt), long_alpha=row.long_alpha,
+            long_beta=row.long_beta, fooled=row.fooled, verified=row.verified, feedback_count=row.feedback_count,
+        )  # fmt: skip
+    return result
+
+
+def reputation_worst_used(*, min_feedback: int = 3, limit: int = 50) -> QuerySet[Reputation]:
+    """Chunks that answers lean on often and that feedback says fail: what curators should fix
+    first. Ordered by long-term mean A/(A+B), lowest first, then by how much feedback they drew."""
+    mean = Cast(F("long_alpha"), FloatField()) / (F("long_alpha") + F("long_beta"))
+    return (
+        Reputation.objects.filter(feedback_count__gte=min_feedback)
+        .select_related("chunk__document")
+        .annotate(long_mean=mean)
+        .order_by("long_mean", "-feedback_count")[:limit]
+    )

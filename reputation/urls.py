@@ -1,0 +1,5 @@
+from django.urls import path
+
+from reputation import api
+
+urlpatterns = [path("feedback", api.FeedbackApi.as_view(), name="feedback")]

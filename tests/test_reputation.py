@@ -1,0 +1,278 @@
+"""Reputation (seed 004): the statistics, the one-statement update on the real Postgres under
+concurrency, feedback through the API, and ranking by what has proved useful."""
+
+import threading
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connections
+from django.utils import timezone
+
+from corpus.extract import ExtractedDocument
+from corpus.models import AuditEvent, Chunk, Collection
+from corpus.services import collection_get_or_create, documents_ingest
+from pipeline.services import question_answer
+from reputation.models import Credit, Feedback, Reputation
+from reputation.ranking import hits_rank
+from reputation.scoring import Signals, credit_shares, decayed, decisiveness, increments, outcome, trust
+from reputation.selectors import standings
+from reputation.services import credits_record, feedback_submit, reputation_reset
+from tests.conftest import client_for
+
+
+@pytest.fixture(autouse=True)
+def no_decay(settings):
+    settings.CAIRN_REPUTATION_GAMMA = 1.0  # exact sums; decay has its own tests
+
+
+def test_outcome_weights_the_present_signals_and_the_verifier_overrides():
+    assert outcome(Signals(thumbs=1)) == 1.0 and outcome(Signals(thumbs=0)) == 0.0
+    mixed = outcome(Signals(thumbs=1, behaviour="abandoned"))  # (0.10·0.5 + 0.45·(0.1 - 0.5)) / 0.55 + 0.5
+    assert mixed == pytest.approx(0.5 + (0.05 - 0.18) / 0.55)
+    assert outcome(Signals(thumbs=1, behaviour="kept", judge=0.9, verifier=0.0)) == 0.0
+    assert decisiveness(0.5) == 0.0 and decisiveness(0.0) == decisiveness(1.0) == 1.0
+    d_alpha, d_beta, d_a, d_b = increments(0.75, 0.5)
+    assert (d_alpha, d_beta) == pytest.approx((0.5 * 0.5 * 0.75, 0.5 * 0.5 * 0.25)) and d_a == pytest.approx(
+        0.25 * d_alpha
+    )
+
+
+def test_positive_behaviour_is_capped_and_distrusted_users_sound_undecided():
+    assert outcome(Signals(behaviour="kept")) == 0.75  # 0.9 capped
+    assert outcome(Signals(behaviour="regenerated")) == pytest.approx(0.1)  # rejections are trusted fully
+    assert trust(fooled=0, verified=0) == 1.0 and trust(fooled=1, verified=1) == 0.5
+    assert outcome(Signals(thumbs=1), trust=0.5) == 0.75
+
+
+def test_decay_pulls_toward_the_prior_and_credit_shares_sum_to_one():
+    assert decayed(3.0, 0.5, 1) == 2.0 and decayed(3.0, 0.5, 2) == 1.5 and decayed(1.0, 0.5, 10) == 1.0
+    assert decayed(3.0, 0.5, -1) == 3.0  # clock skew never inflates
+    shares = credit_shares([0.9, 0.5, 0.1, -0.2])
+    assert sum(shares) == pytest.approx(1.0) and shares == sorted(shares, reverse=True) and shares[-1] > 0
+
+
+@pytest.fixture
+def chunks(db):
+    collection, _ = collection_get_or_create(slug="rep", public=True)
+    documents_ingest(
+        collection=collection,
+        documents=[ExtractedDocument(f"Doc {i}", f"Fact number {i} about the reputation layer.", f"rep/{i}", "text/plain")
+                   for i in range(3)],
+    )  # fmt: skip
+    return list(Chunk.objects.filter(document__collection=collection).order_by("id"))
+
+
+def answer_for(user, chunks, similarities=(0.8, 0.6, 0.4)) -> uuid.UUID:
+    response_id = uuid.uuid4()
+    credits_record(response_id=response_id, user=user, credited=[(c.id, s) for c, s in zip(chunks, similarities)])
+    return response_id
+
+
+def counters(chunk) -> tuple:
+    r = Reputation.objects.get(chunk=chunk)
+    return r.alpha, r.beta, r.long_alpha, r.long_beta, r.fooled, r.verified
+
+
+def test_the_verifier_overrides_and_the_liar_counter_lowers_trust(chunks, charlie):
+    feedback_submit(user=charlie, response_id=answer_for(charlie, chunks), thumbs=1, verifier=0.0)
+    share = Credit.objects.get().shares[0]["share"]
+    alpha, beta, _, long_beta, fooled, verified = counters(chunks[0])
+    assert alpha == pytest.approx(1.0) and beta == pytest.approx(1 + share)  # y = 0: all failure
+    assert long_beta == pytest.approx(1 + 0.25 * share) and (fooled, verified) == (1.0, 1.0)
+    assert standings([chunks[0].id])[chunks[0].id].trust == 0.5
+
+    before = counters(chunks[0])[0]
+    feedback_submit(user=charlie, response_id=answer_for(charlie, chunks), thumbs=1)
+    # A fooled chunk hears its users at half strength: y = 0.75, kappa = 0.5 (full trust: y = 1, kappa = 1).
+    assert counters(chunks[0])[0] - before == pytest.approx(0.5 * share * 0.75)
+
+
+def test_one_feedback_per_user_and_response_a_second_replaces_the_first(chunks, charlie):
+    response_id = answer_for(charlie, chunks)
+    feedback_submit(user=charlie, response_id=response_id, thumbs=1)
+    feedback_submit(user=charlie, response_id=response_id, thumbs=0, comment="changed my mind")
+    share = Credit.objects.get().shares[0]["share"]
+    alpha, beta, long_alpha, long_beta, *_ = counters(chunks[0])
+    assert (alpha, beta) == pytest.approx((1.0, 1 + share)) and (long_alpha, long_beta) == pytest.approx(
+        (1.0, 1 + 0.25 * share)
+    )
+    assert Feedback.objects.count() == 1 and Reputation.objects.get(chunk=chunks[0]).feedback_count == 1
+
+
+def test_the_update_decays_lazily_in_the_same_statement(chunks, charlie, settings):
+    settings.CAIRN_REPUTATION_GAMMA = 0.5
+    settings.CAIRN_REPUTATION_DECAY_UNIT = 86400.0
+    Reputation.objects.filter(chunk=chunks[0]).delete()
+    Reputation.objects.create(chunk=chunks[0], alpha=5.0, beta=3.0, last_updated=timezone.now() - timedelta(days=2))
+    now = timezone.now()
+    feedback_submit(user=charlie, response_id=answer_for(charlie, chunks), thumbs=1, now=now)
+    share = Credit.objects.get().shares[0]["share"]
+    alpha, beta, *_ = counters(chunks[0])
+    assert alpha == pytest.approx(1 + 4 * 0.25 + share, rel=1e-4) and beta == pytest.approx(1 + 2 * 0.25, rel=1e-4)
+    assert Reputation.objects.get(chunk=chunks[0]).last_updated == now
+
+
+def test_feedback_api_checks_its_input_and_is_idempotent(chunks, charlie, alice):
+    response_id = answer_for(charlie, chunks)
+    post = lambda user, body: client_for(user).post("/api/v1/feedback", body, format="json")  # noqa: E731
+    assert post(charlie, {"response_id": str(uuid.uuid4()), "thumbs": 1}).status_code == 400
+    foreign = post(alice, {"response_id": str(response_id), "thumbs": 1})
+    assert foreign.status_code == 400 and "response_id" in foreign.json()
+    for bad in ({"thumbs": 2}, {"verifier": 1.5}, {"behaviour": "loved"}, {}):
+        response = post(charlie, {"response_id": str(response_id), **bad})
+        assert response.status_code == 400, bad
+        assert set(response.json()) & {"thumbs", "verifier", "behaviour"}
+    ok = post(charlie, {"response_id": str(response_id), "thumbs": 1, "behaviour": "copied"})
+    assert ok.status_code == 200 and ok.json()["outcome"] == pytest.approx(0.5 + (0.05 + 0.45 * 0.25) / 0.55)
+    again = post(charlie, {"response_id": str(response_id), "thumbs": 1, "behaviour": "copied"})
+    assert again.status_code == 200 and Feedback.objects.count() == 1
+    assert counters(chunks[0])[0] == pytest.approx(
+        1 + ok.json()["kappa"] * Credit.objects.get().shares[0]["share"] * ok.json()["outcome"]
+    )
+
+
+def committed(work):
+    """Run `work()` in a thread: its own connection, outside the test's transaction, commits."""
+    result, errors = {}, []
+
+    def run():
+        try:
+            result["value"] = work()
+        except Exception as exc:  # noqa: BLE001 - re-raised in the test thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return result.get("value")
+
+
+@pytest.mark.django_db
+def test_eight_threads_of_feedback_lose_no_update():
+    threads, per_thread = 8, 200
+    signal_cycle = [{"thumbs": 1}, {"thumbs": 0}, {"behaviour": "kept"}, {"behaviour": "edited", "thumbs": 1},
+                    {"verifier": 1.0}, {"behaviour": "abandoned"}]  # fmt: skip
+
+    def setup():
+        collection, _ = collection_get_or_create(slug="rep-concurrency", public=True)
+        documents_ingest(collection=collection, documents=[
+            ExtractedDocument(f"C{i}", f"Concurrency fact {i}.", f"conc/{i}", "text/plain") for i in range(3)])  # fmt: skip
+        chunk_ids = list(
+            Chunk.objects.filter(document__collection=collection).order_by("id").values_list("id", flat=True)
+        )
+        users = [User.objects.create_user(f"feeder{t}") for t in range(threads)]
+        plan = {}
+        for t, user in enumerate(users):
+            for i in range(per_thread):
+                response_id = uuid.uuid4()
+                credits_record(
+                    response_id=response_id, user=user, credited=[(c, 0.9 - 0.2 * k) for k, c in enumerate(chunk_ids)]
+                )
+                plan.setdefault(t, []).append((response_id, signal_cycle[(t + i) % len(signal_cycle)]))
+        return chunk_ids, [u.id for u in users], plan
+
+    chunk_ids, user_ids, plan = committed(setup)
+    try:
+        errors = []
+
+        def feed(t):
+            try:
+                user = User.objects.get(id=user_ids[t])
+                for response_id, signals in plan[t]:
+                    feedback_submit(user=user, response_id=response_id, **signals)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(exc)
+            finally:
+                connections.close_all()
+
+        workers = [threading.Thread(target=feed, args=(t,)) for t in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert errors == []
+
+        shares = [item["share"] for item in Credit.objects.filter(user_id=user_ids[0]).first().shares]  # as frozen
+        expected = {c: [1.0, 1.0, 1.0, 1.0, 0.0] for c in chunk_ids}
+        for t in range(threads):
+            for _, signals in plan[t]:
+                y = outcome(Signals(**signals))
+                for chunk_id, share in zip(chunk_ids, shares):
+                    d_alpha, d_beta, d_a, d_b = increments(y, share)
+                    e = expected[chunk_id]
+                    e[0] += d_alpha
+                    e[1] += d_beta
+                    e[2] += d_a
+                    e[3] += d_b
+                    e[4] += 1.0 if "verifier" in signals else 0.0
+        for row in Reputation.objects.filter(chunk_id__in=chunk_ids):
+            got = [row.alpha, row.beta, row.long_alpha, row.long_beta, row.verified]
+            assert got == pytest.approx(expected[row.chunk_id], rel=1e-9), row.chunk_id
+            assert row.feedback_count == threads * per_thread
+    finally:
+
+        def cleanup():
+            Feedback.objects.filter(user_id__in=user_ids).delete()
+            Credit.objects.filter(user_id__in=user_ids).delete()
+            Reputation.objects.filter(chunk_id__in=chunk_ids).delete()
+            collection = Collection.objects.get(slug="rep-concurrency")
+            collection.documents.all().delete()
+            collection.delete()
+            User.objects.filter(id__in=user_ids).delete()
+
+        committed(cleanup)
+
+
+def test_a_chunk_with_a_good_history_overtakes_a_slightly_more_similar_one_with_a_bad_history(charlie):
+    question = "who got the first nobel prize in physics"
+    before = question_answer(user=charlie, question=question, mode="fast", top_k=5)
+    first, second = before.hits[0], before.hits[1]
+    for signals, hit in (({"thumbs": 0}, first), ({"thumbs": 1}, second)):
+        for _ in range(3):
+            response_id = uuid.uuid4()
+            credits_record(response_id=response_id, user=charlie, credited=[(hit.chunk_id, hit.similarity)])
+            feedback_submit(user=charlie, response_id=response_id, **signals)
+    after = question_answer(user=charlie, question=question, mode="fast", top_k=5)
+    order = [h.chunk_id for h in after.hits]
+    assert order[0] == second.chunk_id and (first.chunk_id not in order or order.index(first.chunk_id) > 0)
+    evidence = {e.chunk_id: e for e in after.record.evidence.all()}
+    assert evidence[second.chunk_id].reputation > 0.5
+    assert evidence.get(first.chunk_id) is None or evidence[first.chunk_id].reputation < 0.5
+    ranked = hits_rank([first, second], explore=False)
+    assert ranked[0].hit.chunk_id == second.chunk_id
+
+
+def test_reputation_never_makes_an_unreadable_chunk_readable(finance, charlie, alice):
+    question = "What per diem may employees claim for overnight business travel?"
+    (policy,) = Chunk.objects.filter(document__collection=finance)
+    response_id = uuid.uuid4()
+    credits_record(response_id=response_id, user=alice, credited=[(policy.id, 0.9)])
+    feedback_submit(user=alice, response_id=response_id, thumbs=1, verifier=1.0)
+    assert policy.id in [h.chunk_id for h in question_answer(user=alice, question=question, mode="fast").hits]
+    assert policy.id not in [h.chunk_id for h in question_answer(user=charlie, question=question, mode="fast").hits]
+
+
+def test_a_found_answer_credits_its_verified_evidence(charlie):
+    state = question_answer(user=charlie, question="who got the first nobel prize in physics", mode="fast", top_k=5)
+    credit = Credit.objects.get(response_id=state.record.response_id)
+    verified = [c.hit.chunk_id for c in state.verified]
+    assert [s["chunk_id"] for s in credit.shares] == verified and verified
+    assert sum(s["share"] for s in credit.shares) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_reset_returns_counters_to_the_prior_with_an_audit_row(chunks, charlie, bob, client):
+    feedback_submit(user=charlie, response_id=answer_for(charlie, chunks), thumbs=1)
+    assert reputation_reset([chunks[0]], actor=bob, reason="chunk rewritten") == 1
+    assert counters(chunks[0]) == (1.0, 1.0, 1.0, 1.0, 0.0, 0.0)
+    event = AuditEvent.objects.get(action="reputation.reset", object_id=str(chunks[0].id))
+    assert event.actor_name == "bob" and event.before["alpha"] > 1.0 and event.after["alpha"] == 1.0
+    client.force_login(bob)
+    for url in ("/admin/reputation/reputation/", "/admin/reputation/reputation/?attention=low",
+                "/admin/reputation/documentreputation/"):  # fmt: skip
+        assert client.get(url).status_code == 200, url
