@@ -178,6 +178,9 @@ CAIRN_RANK_SIMILARITY_FLOOR = env_float("CAIRN_RANK_SIMILARITY_FLOOR", 0.3, mini
 CAIRN_WRITEBACK = env_bool("CAIRN_WRITEBACK", True)  # propose answers as corpus additions at all
 CAIRN_ATTRIBUTION_THRESHOLD = env_float("CAIRN_ATTRIBUTION_THRESHOLD", 1.0, minimum=0.0, maximum=1.0)
 CAIRN_NOVELTY_THRESHOLD = env_float("CAIRN_NOVELTY_THRESHOLD", 0.10, minimum=0.0, maximum=1.0)
+CAIRN_ANSWER_RELEVANCE_THRESHOLD = env_float(
+    "CAIRN_ANSWER_RELEVANCE_THRESHOLD", CAIRN_RELEVANCE_UPPER, minimum=0.0, maximum=1.0
+)
 CAIRN_WRITEBACK_ALPHA_MAX = env_float("CAIRN_WRITEBACK_ALPHA_MAX", 0.2, minimum=0.0, maximum=1.0)
 # Policy: publish without review what clears these stricter bars (off: curators review everything).
 CAIRN_AUTO_PUBLISH = env_bool("CAIRN_AUTO_PUBLISH", False)

@@ -145,6 +145,7 @@ class WriteBack(models.Model):
     grounding = models.FloatField(null=True, blank=True)
     attribution = models.FloatField(null=True, blank=True)
     novelty = models.FloatField(null=True, blank=True)
+    relevance = models.FloatField(null=True, blank=True, help_text="Does the answer address its question?")
     sentences = models.JSONField(
         default=list, blank=True, help_text="Per answer sentence: its claim, best entailment and which evidence."
     )

@@ -99,7 +99,7 @@ class WriteBackAdmin(admin.ModelAdmin):
     """The curators' review queue. Every decision goes through pipeline.review, as the API's do."""
 
     form = ReviewForm
-    list_display = ["id", "short_question", "status", "collection", "grounding", "attribution", "novelty", "held",
+    list_display = ["id", "short_question", "status", "collection", "grounding", "attribution", "novelty", "relevance", "held",
                     "created_at"]  # fmt: skip
     list_filter = ["status", "collection", ScoreBandFilter, ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["collection"]
@@ -130,7 +130,8 @@ class WriteBackAdmin(admin.ModelAdmin):
     def scores(self, obj):
         rows = [("grounding", obj.grounding, settings.CAIRN_GROUNDING_THRESHOLD),
                 ("attribution", obj.attribution, settings.CAIRN_ATTRIBUTION_THRESHOLD),
-                ("novelty", obj.novelty, settings.CAIRN_NOVELTY_THRESHOLD)]  # fmt: skip
+                ("novelty", obj.novelty, settings.CAIRN_NOVELTY_THRESHOLD),
+                ("relevance", obj.relevance, settings.CAIRN_ANSWER_RELEVANCE_THRESHOLD)]  # fmt: skip
         return format_html_join(
             mark_safe("<br>"), "{}: {} (threshold {}) {}",
             ((name, "—" if value is None else f"{value:.3f}", f"{limit:.3f}",

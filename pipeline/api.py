@@ -105,6 +105,7 @@ class WriteBackSerializer(serializers.ModelSerializer):
         model = WriteBack
         fields = [
             "id", "response_id", "status", "question", "answer", "collection", "grounding", "attribution", "novelty",
+            "relevance",
             "thresholds", "sentences", "nearest", "critique", "held", "evidence", "document_id", "reviewer",
             "review_note", "created_at", "validated_at", "reviewed_at", "published_at", "retracted_at",
         ]  # fmt: skip
@@ -114,6 +115,7 @@ class WriteBackSerializer(serializers.ModelSerializer):
             "grounding": settings.CAIRN_GROUNDING_THRESHOLD,
             "attribution": settings.CAIRN_ATTRIBUTION_THRESHOLD,
             "novelty": settings.CAIRN_NOVELTY_THRESHOLD,
+            "relevance": settings.CAIRN_ANSWER_RELEVANCE_THRESHOLD,
         }
 
 

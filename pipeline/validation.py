@@ -12,6 +12,10 @@ synchronously, when a curator edits one. Three checks, thresholds in settings:
 - novelty (Eq. 10): 1 - the highest cosine similarity between what would be published and any
   active chunk, readable by the asker or not, or any write-back awaiting review. CAIRN_NOVELTY_THRESHOLD.
 
+- relevance: the relevance evaluator on (question, answer): a grounded answer to another question
+  (an extractive answer that quotes the wrong sentence) must not be written back as this one's.
+  CAIRN_ANSWER_RELEVANCE_THRESHOLD (default: the calibrated upper relevance threshold).
+
 And the loop guard: some sentence must be entailed (at the grounding threshold) by a SOURCE
 document; an answer that rests only on earlier write-backs is refused. The cap on generated
 content (CAIRN_WRITEBACK_ALPHA_MAX) holds a candidate that passes: it waits in review.
@@ -42,7 +46,7 @@ from corpus.services import embedding_input
 from corpus.writebacks import cap_reason, writeback_publish
 from pipeline.models import Critique, ExperienceLog
 from pipeline.nli_data import claim_from
-from pipeline.verifiers import get_entailment_model
+from pipeline.verifiers import get_entailment_model, get_relevance_model
 
 _CITATION = re.compile(r"\[(\d+)\]")
 _CITATION_RUN = re.compile(r"((?:\s*\[\d+\])+)")
@@ -64,6 +68,7 @@ class Validation:
     grounding: float
     attribution: float
     novelty: float
+    relevance: float  # does the answer address its question (the relevance evaluator)?
     sentences: list[SentenceCheck]
     nearest: dict
     text: str  # what would be published
@@ -196,6 +201,8 @@ def validate(writeback: WriteBack, *, answer: str | None = None) -> Validation:
     checks = check_grounding(writeback.question, sentences, evidence)
     grounding = round(sum(c.entailment for c in checks) / len(checks), 4) if checks else 0.0
     attribution, bad, uncited = attribution_score(sentences, {e["n"] for e in evidence})
+    plain = " ".join(claim_for(writeback.question, sentence, alone=False) for sentence, _ in sentences)
+    relevance = round(float(get_relevance_model().score(writeback.question, [plain])[0]), 4) if plain else 0.0
     text = proposed_text(writeback.question, sentences, writeback.evidence)
     vector, question_vector = (
         v.tolist() for v in get_embedder().embed([embedding_input(writeback.question[:500], text), writeback.question])
@@ -223,11 +230,14 @@ def validate(writeback: WriteBack, *, answer: str | None = None) -> Validation:
         critique.append({"check": "attribution", "score": round(attribution, 4),
                          "threshold": settings.CAIRN_ATTRIBUTION_THRESHOLD, "bad_citations": bad,
                          "uncited": uncited})  # fmt: skip
+    if relevance < settings.CAIRN_ANSWER_RELEVANCE_THRESHOLD:
+        critique.append({"check": "relevance", "score": relevance,
+                         "threshold": settings.CAIRN_ANSWER_RELEVANCE_THRESHOLD})  # fmt: skip
     if novelty < settings.CAIRN_NOVELTY_THRESHOLD:
         critique.append({"check": "novelty", "score": novelty, "threshold": settings.CAIRN_NOVELTY_THRESHOLD,
                          "nearest": nearest})  # fmt: skip
     return Validation(
-        grounding, round(attribution, 4), novelty, checks, nearest, text, vector, question_vector, critique
+        grounding, round(attribution, 4), novelty, relevance, checks, nearest, text, vector, question_vector, critique
     )
 
 
@@ -249,6 +259,8 @@ def critique_text(question: str, critique: list[dict]) -> str:
             reasons.append(f"a curator said: {item['reason']}")
         elif check == "evidence":
             reasons.append("its evidence was retracted")
+        elif check == "relevance":
+            reasons.append("it did not answer the question asked")
         elif check == "novelty":
             reasons.append("it repeated what the knowledge base already says")
     return f'An answer to "{question[:200]}" was rejected: ' + "; ".join(reasons) + "."
@@ -269,7 +281,8 @@ def critique_record(
 
 
 def _scores(validation: Validation) -> dict:
-    return {"grounding": validation.grounding, "attribution": validation.attribution, "novelty": validation.novelty}
+    return {"grounding": validation.grounding, "attribution": validation.attribution, "novelty": validation.novelty,
+            "relevance": validation.relevance}  # fmt: skip
 
 
 def writeback_validate(writeback_id: int) -> WriteBack | None:
@@ -299,8 +312,8 @@ def writeback_validate(writeback_id: int) -> WriteBack | None:
 def verdict_record(writeback: WriteBack, validation: Validation, *, actor: AbstractBaseUser | None) -> None:
     """Store the scores and the verdict, with an ExperienceLog, a Critique when rejected, an audit row."""
     before = writeback.status
-    writeback.grounding, writeback.attribution, writeback.novelty = (
-        validation.grounding, validation.attribution, validation.novelty,
+    writeback.grounding, writeback.attribution, writeback.novelty, writeback.relevance = (
+        validation.grounding, validation.attribution, validation.novelty, validation.relevance,
     )  # fmt: skip
     writeback.sentences = [vars(c) for c in validation.sentences]
     writeback.nearest, writeback.critique, writeback.text = validation.nearest, validation.critique, validation.text

@@ -156,7 +156,7 @@ def test_a_hallucinated_answer_is_rejected_with_a_grounding_critique(db, alice):
     writeback_validate(writeback.id)
     writeback.refresh_from_db()
     assert writeback.status == WriteBack.Status.REJECTED
-    assert [c["check"] for c in writeback.critique] == ["grounding"]
+    assert "grounding" in [c["check"] for c in writeback.critique]
     critique = Critique.objects.get(writeback=writeback)
     assert critique.source == Critique.Source.VALIDATION and critique.warns and "not supported" in critique.text
     assert not ExperienceLog.objects.get(writeback=writeback).accepted
