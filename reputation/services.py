@@ -13,7 +13,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from config.exceptions import CairnError
@@ -102,8 +102,17 @@ def feedback_submit(
     signals = Signals(thumbs=thumbs, behaviour=behaviour or None, judge=judge, verifier=verifier)
     if thumbs is None and not behaviour and verifier is None:
         raise CairnError("thumbs", "give at least one signal: thumbs, behaviour or verifier")
+    try:
+        return _feedback_apply(user, response_id, credit, signals, comment, now or timezone.now())
+    except IntegrityError:
+        # Two first feedbacks from one user on one answer raced: the loser rolled back whole
+        # (counters included) and now finds the winner's row, which it replaces.
+        return _feedback_apply(user, response_id, credit, signals, comment, now or timezone.now())
+
+
+def _feedback_apply(user, response_id, credit: Credit, signals: Signals, comment: str, now: datetime) -> Feedback:
+    thumbs, behaviour, verifier, judge = signals.thumbs, signals.behaviour, signals.verifier, signals.judge
     terms = outcome_terms(signals)
-    now = now or timezone.now()
     fooled = 1.0 if verifier is not None and verifier < 0.5 and signals.user_accepted else 0.0
     with transaction.atomic():
         previous = (
