@@ -41,32 +41,43 @@ def _hide(document: Document, *, actor, action: str, summary: str) -> None:
     document.status = Document.Status.RETRACTED
 
 
+def _lineage(roots: list[Document]):
+    """Walk up from `roots`, breadth first: yield (write-back, the document it rests on that was
+    reached, the document it published if not walked yet, else None) for every unsettled
+    write-back resting on a reached document; a yielded published document is reached next. The
+    caller settles each write-back (and hides its document) before the walk goes on."""
+    frontier, seen = list(roots), {d.id for d in roots}
+    while frontier:
+        causes = {d.id: d for d in frontier}
+        frontier = []
+        for writeback in _resting_on(list(causes)):
+            cause = next(d for d in writeback.evidence_documents.all() if d.id in causes)
+            derived = writeback.document
+            fresh = derived is not None and derived.id not in seen
+            yield writeback, cause, derived if fresh else None
+            if fresh:
+                seen.add(derived.id)
+                frontier.append(derived)
+
+
 def document_retract(document: Document, *, actor: AbstractBaseUser | None = None, reason: str = "") -> dict:
     """Retract `document` and everything derived from it. Returns {"documents": [...], "writebacks": [...]}."""
     documents, writebacks = [], []
     with transaction.atomic():
         _hide(document, actor=actor, action="document.retract", summary=reason or "retracted")
         documents.append(document)
-        frontier, seen = [document], {document.id}
-        while frontier:
-            causes = {d.id: d for d in frontier}
-            frontier = []
-            for writeback in _resting_on(list(causes)):
-                cause = next(d for d in writeback.evidence_documents.all() if d.id in causes)
-                before = writeback.status
-                writeback.status, writeback.retracted_at = WriteBack.Status.RETRACTED, timezone.now()
-                writeback.save(update_fields=["status", "retracted_at"])
-                audit("writeback.retract", writeback, actor=actor,
-                      summary=f"rests on retracted document {cause.id} ({cause.title[:80]})",
-                      before={"status": before}, after={"status": writeback.status})  # fmt: skip
-                writebacks.append(writeback)
-                derived = writeback.document
-                if derived is not None and derived.id not in seen:
-                    seen.add(derived.id)
-                    _hide(derived, actor=actor, action="document.retract",
-                          summary=f"cascade: write-back {writeback.id} retracted")  # fmt: skip
-                    documents.append(derived)
-                    frontier.append(derived)
+        for writeback, cause, derived in _lineage([document]):
+            before = writeback.status
+            writeback.status, writeback.retracted_at = WriteBack.Status.RETRACTED, timezone.now()
+            writeback.save(update_fields=["status", "retracted_at"])
+            audit("writeback.retract", writeback, actor=actor,
+                  summary=f"rests on retracted document {cause.id} ({cause.title[:80]})",
+                  before={"status": before}, after={"status": writeback.status})  # fmt: skip
+            writebacks.append(writeback)
+            if derived is not None:
+                _hide(derived, actor=actor, action="document.retract",
+                      summary=f"cascade: write-back {writeback.id} retracted")  # fmt: skip
+                documents.append(derived)
     return {"documents": documents, "writebacks": writebacks}
 
 
@@ -74,24 +85,16 @@ def writebacks_requeue(changed: list[Document], *, actor: AbstractBaseUser | Non
     """`changed` documents were re-ingested with new text: what rests on them goes back to review."""
     requeued = []
     with transaction.atomic():
-        frontier, seen = list(changed), {d.id for d in changed}
-        while frontier:
-            causes = {d.id: d for d in frontier}
-            frontier = []
-            for writeback in _resting_on(list(causes)):
-                cause = next(d for d in writeback.evidence_documents.all() if d.id in causes)
-                note = f"evidence document {cause.id} ({cause.title[:80]}) changed: check the answer against it again"
-                before = writeback.status
-                if before == WriteBack.Status.PUBLISHED:
-                    writeback.status = WriteBack.Status.PENDING_REVIEW
-                writeback.review_note = "\n".join(filter(None, [writeback.review_note, note]))
-                writeback.save(update_fields=["status", "review_note"])
-                audit("writeback.requeue", writeback, actor=actor, summary=note,
-                      before={"status": before}, after={"status": writeback.status})  # fmt: skip
-                requeued.append(writeback)
-                derived = writeback.document
-                if derived is not None and derived.id not in seen:
-                    seen.add(derived.id)
-                    _hide(derived, actor=actor, action="document.hide", summary=f"write-back {writeback.id} re-queued")
-                    frontier.append(derived)
+        for writeback, cause, derived in _lineage(changed):
+            note = f"evidence document {cause.id} ({cause.title[:80]}) changed: check the answer against it again"
+            before = writeback.status
+            if before == WriteBack.Status.PUBLISHED:
+                writeback.status = WriteBack.Status.PENDING_REVIEW
+            writeback.review_note = "\n".join(filter(None, [writeback.review_note, note]))
+            writeback.save(update_fields=["status", "review_note"])
+            audit("writeback.requeue", writeback, actor=actor, summary=note,
+                  before={"status": before}, after={"status": writeback.status})  # fmt: skip
+            requeued.append(writeback)
+            if derived is not None:
+                _hide(derived, actor=actor, action="document.hide", summary=f"write-back {writeback.id} re-queued")
     return requeued
