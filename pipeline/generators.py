@@ -23,7 +23,7 @@ from pipeline.extractive import extractive_answer
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
 _NOT_FOUND_MARK = "NOT_FOUND"
-_CITATION = re.compile(r"\[(\d+)\]")
+CITATION = re.compile(r"\[(\d+)\]")  # an [n] citation; validation reads answers with it too
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class ExtractiveGenerator:
         if not text:
             return not_found(self.name)
         numbers = [e.n for e in evidence]  # extractive_answer numbers passages 1..k; map back to n
-        text = _CITATION.sub(lambda m: f"[{numbers[int(m.group(1)) - 1]}]", text)
+        text = CITATION.sub(lambda m: f"[{numbers[int(m.group(1)) - 1]}]", text)
         return Generation(text, [numbers[i - 1] for i in cited], self.name)
 
 
@@ -132,10 +132,10 @@ def parse_answer(text: str, allowed: set[int], generator: str) -> Generation:
     text = text.strip()
     if not text or text.upper().startswith(_NOT_FOUND_MARK):
         return not_found(generator)
-    invalid = sorted({int(n) for n in _CITATION.findall(text)} - allowed)
+    invalid = sorted({int(n) for n in CITATION.findall(text)} - allowed)
     if invalid:
-        text = _CITATION.sub(lambda m: m.group(0) if int(m.group(1)) in allowed else "", text)
-    cited = sorted({int(n) for n in _CITATION.findall(text)})
+        text = CITATION.sub(lambda m: m.group(0) if int(m.group(1)) in allowed else "", text)
+    cited = sorted({int(n) for n in CITATION.findall(text)})
     notes = [f"removed citations to evidence that was not provided: {invalid}"] if invalid else []
     return Generation(re.sub(r"\s+", " ", text).strip(), cited, generator, notes=notes)
 

@@ -44,11 +44,11 @@ from corpus.embedder import get_embedder
 from corpus.models import Chunk, Document, WriteBack
 from corpus.services import embedding_input
 from corpus.writebacks import cap_reason, writeback_publish
+from pipeline.generators import CITATION
 from pipeline.models import Critique, ExperienceLog
 from pipeline.nli_data import claim_from
 from pipeline.verifiers import get_entailment_model, get_relevance_model
 
-_CITATION = re.compile(r"\[(\d+)\]")
 _CITATION_RUN = re.compile(r"((?:\s*\[\d+\])+)")
 SHORT_ANSWER_WORDS = 4  # a sentence this short is an answer fragment: judge the claim it makes
 
@@ -96,7 +96,7 @@ def answer_sentences(answer: str) -> list[tuple[str, list[int]]]:
             sentences[-1] = (sentences[-1][0].rstrip() + stop.group(1), sentences[-1][1])
             text = text[stop.end() :]
         pieces = [" ".join(p.split()) for p in split_sentences(text) if re.search(r"\w", p)]
-        numbers = [int(n) for n in _CITATION.findall(citations)]
+        numbers = [int(n) for n in CITATION.findall(citations)]
         if not pieces:
             if numbers and sentences:
                 sentences[-1][1].extend(numbers)
@@ -211,11 +211,13 @@ def nearest_existing(vector, *, exclude: WriteBack) -> dict:
 def validate(writeback: WriteBack, *, answer: str | None = None) -> Validation:
     """Score `answer` (default: the write-back's own) against the write-back's evidence snapshot."""
     answer = writeback.answer if answer is None else answer
-    documents = dict(
-        Document.objects.filter(id__in=[e["document_id"] for e in writeback.evidence if e.get("document_id")])
-        .values_list("id", "status")
-    )  # fmt: skip
-    origins = dict(Document.objects.filter(id__in=list(documents)).values_list("id", "origin"))
+    rows = list(
+        Document.objects.filter(
+            id__in=[e["document_id"] for e in writeback.evidence if e.get("document_id")]
+        ).values_list("id", "status", "origin")
+    )
+    documents = {id_: status for id_, status, _ in rows}
+    origins = {id_: origin for id_, _, origin in rows}
     evidence = [{**e, "origin": origins.get(e.get("document_id"))} for e in writeback.evidence]
     sentences = answer_sentences(answer)
     checks = check_grounding(writeback.question, sentences, evidence)
