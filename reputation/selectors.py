@@ -1,4 +1,4 @@
-"""Reads of reputation: counters with decay applied on read, and the curators' worry list."""
+"""Reads of reputation: counters with decay applied on read."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import F, FloatField, QuerySet
-from django.db.models.functions import Cast
 from django.utils import timezone
 
 from reputation.models import Reputation
@@ -55,15 +53,3 @@ def standings(chunk_ids: Iterable[int], *, now: datetime | None = None) -> dict[
             long_beta=row.long_beta, fooled=row.fooled, verified=row.verified, feedback_count=row.feedback_count,
         )  # fmt: skip
     return result
-
-
-def reputation_worst_used(*, min_feedback: int = 3, limit: int = 50) -> QuerySet[Reputation]:
-    """Chunks that answers lean on often and that feedback says fail: what curators should fix
-    first. Ordered by long-term mean A/(A+B), lowest first, then by how much feedback they drew."""
-    mean = Cast(F("long_alpha"), FloatField()) / (F("long_alpha") + F("long_beta"))
-    return (
-        Reputation.objects.filter(feedback_count__gte=min_feedback)
-        .select_related("chunk__document")
-        .annotate(long_mean=mean)
-        .order_by("long_mean", "-feedback_count")[:limit]
-    )
