@@ -20,6 +20,7 @@ from reputation.scoring import Signals, credit_shares, decayed, decisiveness, in
 from reputation.selectors import standings
 from reputation.services import credits_record, feedback_submit, reputation_reset
 from tests.conftest import client_for
+from tests.threads import committed
 
 
 @pytest.fixture(autouse=True)
@@ -131,26 +132,6 @@ def test_feedback_api_checks_its_input_and_is_idempotent(chunks, charlie, alice)
     assert counters(chunks[0])[0] == pytest.approx(
         1 + ok.json()["kappa"] * Credit.objects.get().shares[0]["share"] * ok.json()["outcome"]
     )
-
-
-def committed(work):
-    """Run `work()` in a thread: its own connection, outside the test's transaction, commits."""
-    result, errors = {}, []
-
-    def run():
-        try:
-            result["value"] = work()
-        except Exception as exc:  # noqa: BLE001 - re-raised in the test thread
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    if errors:
-        raise errors[0]
-    return result.get("value")
 
 
 @pytest.mark.django_db

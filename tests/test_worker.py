@@ -2,21 +2,19 @@
 PENDING_VALIDATION, and a restarted worker finishes it (the ORM broker hands the unacknowledged
 task out again after Q_CLUSTER retry seconds; validation is idempotent).
 
-The worker is another process, so what it reads must be committed: the setup and cleanup run in a
-thread, whose own connection autocommits outside the test's transaction."""
+The worker is another process, so what it reads must be committed (tests/threads.py)."""
 
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 from django_q.models import OrmQ, Task
 
@@ -24,6 +22,7 @@ from corpus.models import Chunk, WriteBack
 from corpus.writebacks import writeback_propose
 from pipeline.models import Critique
 from pipeline.tasks import writeback_validate_enqueue
+from tests.threads import committed
 
 pytestmark = [
     pytest.mark.django_db,
@@ -31,22 +30,6 @@ pytestmark = [
 ]
 ROOT = Path(__file__).resolve().parent.parent
 RETRY_S = 21
-
-
-def committed(work):
-    """Run `work()` on a fresh connection in another thread: it commits at once."""
-    result = {}
-
-    def run():
-        try:
-            result["value"] = work()
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    return result.get("value")
 
 
 def worker() -> subprocess.Popen:
