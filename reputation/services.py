@@ -1,10 +1,11 @@
 """Writes to reputation: freeze an answer's credit shares, apply feedback, reset counters.
 
-Feedback moves the counters of every credited chunk in ONE SQL statement: the rows are locked in
-chunk order (no deadlock between concurrent feedbacks), each chunk's outcome is computed from its
-own liar counter, decay since the row last changed is applied, a replaced feedback's effect is
-taken back, and the increments are returned for the record. No counter is read into Python and
-written back, so concurrent feedback loses nothing (tests/test_reputation.py runs 8 threads).
+Feedback is ONE SQL statement, the feedback row included: the rows are locked in chunk order (no
+deadlock between concurrent feedbacks), each chunk's outcome is computed from its own liar
+counter, decay since the row last changed is applied, a replaced feedback's effect is taken back,
+and the increments are stored with the feedback. No counter is read into Python and written back,
+so concurrent feedback loses nothing (tests/test_reputation.py runs 8 threads, and 4 racing over
+the same answers).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from config.exceptions import CairnError
@@ -47,14 +49,36 @@ def _decay_since(column: str) -> str:
     return f"power(%(gamma)s, GREATEST(EXTRACT(EPOCH FROM (%(now)s - {column})), 0) / %(unit)s)"
 
 
-# One statement: lock the credited rows in chunk order, compute each chunk's outcome y from its
-# trust (1 - fooled / (verified + 1)) and the signal terms, then move every counter.
-_UPDATE = f"""
-WITH credit(chunk_id, share, old_alpha, old_beta, old_a, old_b, old_fooled, old_verified, old_at) AS (
-    VALUES {{values}}
+_FEEDBACK = Feedback._meta.db_table
+_REPUTATION = Reputation._meta.db_table
+
+# The whole feedback in one statement (one round trip, one commit): lock the user's previous
+# feedback on this answer if there is one (it serialises a user's feedbacks on one answer), then
+# the credited counter rows in chunk order (no deadlock between concurrent feedbacks); compute
+# each chunk's outcome y from its own trust (1 - fooled / (verified + 1)) and the signal terms;
+# move every counter (decay since the row last changed, the previous feedback's effect taken
+# back as decayed as the counters were, the new increments added); store the feedback with the
+# increments it applied. Under READ COMMITTED a lock that waited reads the row as the winner left
+# it, so a replacement always takes back what is really there.
+_SUBMIT = f"""
+WITH previous AS (
+    SELECT id, applied, applied_at FROM {_FEEDBACK}
+    WHERE user_id = %(user_id)s AND response_id = %(response_id)s FOR UPDATE
+),
+credit AS (
+    SELECT c.chunk_id, c.share,
+           COALESCE((p.applied -> c.chunk_id::text ->> 0)::float, 0) AS old_alpha,
+           COALESCE((p.applied -> c.chunk_id::text ->> 1)::float, 0) AS old_beta,
+           COALESCE((p.applied -> c.chunk_id::text ->> 2)::float, 0) AS old_a,
+           COALESCE((p.applied -> c.chunk_id::text ->> 3)::float, 0) AS old_b,
+           COALESCE((p.applied -> c.chunk_id::text ->> 4)::float, 0) AS old_fooled,
+           COALESCE((p.applied -> c.chunk_id::text ->> 5)::float, 0) AS old_verified,
+           COALESCE(p.applied_at, %(now)s) AS old_at
+    FROM unnest(%(chunk_ids)s::bigint[], %(shares)s::float[]) AS c(chunk_id, share)
+    LEFT JOIN previous p ON true
 ),
 locked AS (
-    SELECT r.chunk_id, r.fooled, r.verified FROM {Reputation._meta.db_table} r
+    SELECT r.chunk_id, r.fooled, r.verified FROM {_REPUTATION} r
     WHERE r.chunk_id IN (SELECT chunk_id FROM credit) ORDER BY r.chunk_id FOR UPDATE
 ),
 outcome AS (
@@ -62,22 +86,45 @@ outcome AS (
     LATERAL (SELECT CASE WHEN %(verifier)s::float IS NOT NULL THEN %(verifier)s::float
                          ELSE 0.5 + ((1 - l.fooled / (l.verified + 1)) * %(user)s + %(other)s) / %(weight)s
                     END AS y) o
+),
+moved AS (
+    UPDATE {_REPUTATION} r SET
+        alpha = 1 + (r.alpha - 1) * {_decay_since("r.last_updated")}
+                - o.old_alpha * {_decay_since("o.old_at")} + o.kappa * o.share * o.y,
+        beta = 1 + (r.beta - 1) * {_decay_since("r.last_updated")}
+               - o.old_beta * {_decay_since("o.old_at")} + o.kappa * o.share * (1 - o.y),
+        long_alpha = r.long_alpha - o.old_a + %(rate)s * o.kappa * o.share * o.y,
+        long_beta = r.long_beta - o.old_b + %(rate)s * o.kappa * o.share * (1 - o.y),
+        fooled = r.fooled - o.old_fooled + %(fooled)s,
+        verified = r.verified - o.old_verified + %(verified)s,
+        feedback_count = r.feedback_count + CASE WHEN EXISTS (SELECT 1 FROM previous) THEN 0 ELSE 1 END,
+        last_updated = %(now)s
+    FROM outcome o
+    WHERE r.chunk_id = o.chunk_id
+    RETURNING r.chunk_id, jsonb_build_array(
+        o.kappa * o.share * o.y, o.kappa * o.share * (1 - o.y), %(rate)s * o.kappa * o.share * o.y,
+        %(rate)s * o.kappa * o.share * (1 - o.y), %(fooled)s::float, %(verified)s::float) AS increments
+),
+applied AS (
+    SELECT COALESCE(jsonb_object_agg(chunk_id::text, increments), '{{}}'::jsonb) AS applied FROM moved
+),
+inserted AS (
+    INSERT INTO {_FEEDBACK} (user_id, response_id, thumbs, behaviour, verifier, judge, comment, outcome,
+                             kappa, applied, applied_at, created_at, updated_at)
+    SELECT %(user_id)s, %(response_id)s, %(thumbs)s, %(behaviour)s, %(verifier)s, %(judge)s, %(comment)s,
+           %(outcome)s, %(kappa)s, a.applied, %(now)s, now(), now()
+    FROM applied a WHERE NOT EXISTS (SELECT 1 FROM previous)
+    RETURNING *
+),
+replaced AS (
+    UPDATE {_FEEDBACK} f SET
+        thumbs = %(thumbs)s, behaviour = %(behaviour)s, verifier = %(verifier)s, judge = %(judge)s,
+        comment = %(comment)s, outcome = %(outcome)s, kappa = %(kappa)s, applied = a.applied,
+        applied_at = %(now)s, updated_at = now()
+    FROM previous p, applied a WHERE f.id = p.id
+    RETURNING f.*
 )
-UPDATE {Reputation._meta.db_table} r SET
-    alpha = 1 + (r.alpha - 1) * {_decay_since("r.last_updated")}
-            - o.old_alpha * {_decay_since("o.old_at")} + o.kappa * o.share * o.y,
-    beta = 1 + (r.beta - 1) * {_decay_since("r.last_updated")}
-           - o.old_beta * {_decay_since("o.old_at")} + o.kappa * o.share * (1 - o.y),
-    long_alpha = r.long_alpha - o.old_a + %(rate)s * o.kappa * o.share * o.y,
-    long_beta = r.long_beta - o.old_b + %(rate)s * o.kappa * o.share * (1 - o.y),
-    fooled = r.fooled - o.old_fooled + %(fooled)s,
-    verified = r.verified - o.old_verified + %(verified)s,
-    feedback_count = r.feedback_count + %(new)s,
-    last_updated = %(now)s
-FROM outcome o
-WHERE r.chunk_id = o.chunk_id
-RETURNING r.chunk_id, o.kappa * o.share * o.y, o.kappa * o.share * (1 - o.y),
-          %(rate)s * o.kappa * o.share * o.y, %(rate)s * o.kappa * o.share * (1 - o.y)
+SELECT * FROM inserted UNION ALL SELECT * FROM replaced
 """
 
 
@@ -92,66 +139,38 @@ def feedback_submit(
     now: datetime | None = None,
 ) -> Feedback:
     """Record `user`'s feedback on their answer `response_id` and move the credited chunks'
-    counters; a second feedback from the same user replaces the first, effect included."""
-    credit = Credit.objects.filter(response_id=response_id, user=user).first()
+    counters; a second feedback from the same user replaces the first, effect included.
+    Two round trips: the answer's credit (with its judge), then the one statement above."""
+    judge = WriteBack.objects.filter(response_id=OuterRef("response_id"), grounding__isnull=False)
+    credit = (
+        Credit.objects.filter(response_id=response_id, user=user)
+        .annotate(judge=Subquery(judge.values("grounding")[:1]))
+        .first()
+    )
     if credit is None:  # unknown, or someone else's: the same answer, so nothing leaks
         raise CairnError("response_id", "no answer with this response id for you")
-    judge = WriteBack.objects.filter(response_id=response_id, grounding__isnull=False).values_list(
-        "grounding", flat=True
-    ).first()  # fmt: skip
-    signals = Signals(thumbs=thumbs, behaviour=behaviour or None, judge=judge, verifier=verifier)
     if thumbs is None and not behaviour and verifier is None:
         raise CairnError("thumbs", "give at least one signal: thumbs, behaviour or verifier")
+    signals = Signals(thumbs=thumbs, behaviour=behaviour or None, judge=credit.judge, verifier=verifier)
+    terms = outcome_terms(signals)
+    params = {
+        "user_id": user.pk, "response_id": response_id, "now": now or timezone.now(),
+        "chunk_ids": [item["chunk_id"] for item in credit.shares], "shares": [item["share"] for item in credit.shares],
+        "gamma": settings.CAIRN_REPUTATION_GAMMA, "unit": settings.CAIRN_REPUTATION_DECAY_UNIT,
+        "verifier": verifier, "user": terms.user, "other": terms.other, "weight": terms.weight or 1.0,
+        "rate": LONG_TERM_RATE, "fooled": 1.0 if verifier is not None and verifier < 0.5 and signals.user_accepted else 0.0,
+        "verified": 1.0 if verifier is not None else 0.0, "thumbs": thumbs, "behaviour": behaviour or "",
+        "judge": credit.judge, "comment": comment, "outcome": round(terms.outcome(), 6),
+        "kappa": round(2 * abs(terms.outcome() - 0.5), 6),
+    }  # fmt: skip
     try:
-        return _feedback_apply(user, response_id, credit, signals, comment, now or timezone.now())
+        with transaction.atomic():
+            return next(iter(Feedback.objects.raw(_SUBMIT, params)))
     except IntegrityError:
         # Two first feedbacks from one user on one answer raced: the loser rolled back whole
-        # (counters included) and now finds the winner's row, which it replaces.
-        return _feedback_apply(user, response_id, credit, signals, comment, now or timezone.now())
-
-
-def _feedback_apply(user, response_id, credit: Credit, signals: Signals, comment: str, now: datetime) -> Feedback:
-    thumbs, behaviour, verifier, judge = signals.thumbs, signals.behaviour, signals.verifier, signals.judge
-    terms = outcome_terms(signals)
-    fooled = 1.0 if verifier is not None and verifier < 0.5 and signals.user_accepted else 0.0
-    with transaction.atomic():
-        previous = (
-            Feedback.objects.select_for_update().filter(user=user, response_id=response_id).first()
-        )  # serialises a user's two feedbacks on one answer
-        old = previous.applied if previous else {}
-        old_at = previous.applied_at if previous and previous.applied_at else now
-        applied = {}
-        if credit.shares:
-            rows, named = [], {}
-            for i, item in enumerate(credit.shares):
-                o = old.get(str(item["chunk_id"]), [0.0] * 6)
-                rows.append(
-                    f"(%(id{i})s::bigint, %(share{i})s::float, %(a{i})s::float, %(b{i})s::float, %(la{i})s::float, "
-                    f"%(lb{i})s::float, %(f{i})s::float, %(v{i})s::float, %(old_at)s::timestamptz)"
-                )
-                named |= {f"id{i}": item["chunk_id"], f"share{i}": item["share"], f"a{i}": o[0], f"b{i}": o[1],
-                          f"la{i}": o[2], f"lb{i}": o[3], f"f{i}": o[4], f"v{i}": o[5]}  # fmt: skip
-            named |= {
-                "old_at": old_at, "gamma": settings.CAIRN_REPUTATION_GAMMA,
-                "unit": settings.CAIRN_REPUTATION_DECAY_UNIT, "now": now, "verifier": verifier, "user": terms.user,
-                "other": terms.other, "weight": terms.weight or 1.0, "rate": LONG_TERM_RATE, "fooled": fooled,
-                "verified": 1.0 if verifier is not None else 0.0, "new": 0 if previous else 1,
-            }  # fmt: skip
-            with connection.cursor() as cursor:
-                cursor.execute(_UPDATE.replace("{values}", ", ".join(rows)), named)
-                for chunk_id, *increments in cursor.fetchall():
-                    applied[str(chunk_id)] = [*increments, named["fooled"], named["verified"]]
-        values = {
-            "thumbs": thumbs, "behaviour": behaviour or "", "verifier": verifier, "judge": judge, "comment": comment,
-            "outcome": round(terms.outcome(), 6), "kappa": round(2 * abs(terms.outcome() - 0.5), 6),
-            "applied": applied, "applied_at": now,
-        }  # fmt: skip
-        if previous:
-            for field, value in values.items():
-                setattr(previous, field, value)
-            previous.save()
-            return previous
-        return Feedback.objects.create(user=user, response_id=response_id, **values)
+        # (counters included); now it finds the winner's row and replaces it.
+        with transaction.atomic():
+            return next(iter(Feedback.objects.raw(_SUBMIT, params)))
 
 
 def reputation_reset(chunks: list[Chunk] | list[int], *, actor: AbstractBaseUser | None, reason: str = "") -> int:

@@ -134,80 +134,136 @@ def test_feedback_api_checks_its_input_and_is_idempotent(chunks, charlie, alice)
     )
 
 
-@pytest.mark.django_db
-def test_eight_threads_of_feedback_lose_no_update():
-    threads, per_thread = 8, 200
-    signal_cycle = [{"thumbs": 1}, {"thumbs": 0}, {"behaviour": "kept"}, {"behaviour": "edited", "thumbs": 1},
-                    {"verifier": 1.0}, {"behaviour": "abandoned"}]  # fmt: skip
+def committed_answers(slug: str, users: int, answers_each: int) -> tuple[list[int], list[int], list[list]]:
+    """Three committed chunks, `users` users, and `answers_each` answers per user crediting all
+    three chunks with the same shares: (chunk ids, user ids, response ids per user)."""
 
     def setup():
-        collection, _ = collection_get_or_create(slug="rep-concurrency", public=True)
+        collection, _ = collection_get_or_create(slug=slug, public=True)
         documents_ingest(collection=collection, documents=[
-            ExtractedDocument(f"C{i}", f"Concurrency fact {i}.", f"conc/{i}", "text/plain") for i in range(3)])  # fmt: skip
+            ExtractedDocument(f"C{i}", f"Concurrency fact {i}.", f"{slug}/{i}", "text/plain") for i in range(3)])  # fmt: skip
         chunk_ids = list(
             Chunk.objects.filter(document__collection=collection).order_by("id").values_list("id", flat=True)
         )
-        users = [User.objects.create_user(f"feeder{t}") for t in range(threads)]
-        plan = {}
-        for t, user in enumerate(users):
-            for i in range(per_thread):
-                response_id = uuid.uuid4()
+        user_ids, responses = [], []
+        for t in range(users):
+            user = User.objects.create_user(f"{slug}-{t}")
+            user_ids.append(user.id)
+            responses.append([uuid.uuid4() for _ in range(answers_each)])
+            for response_id in responses[-1]:
                 credits_record(
                     response_id=response_id, user=user, credited=[(c, 0.9 - 0.2 * k) for k, c in enumerate(chunk_ids)]
                 )
-                plan.setdefault(t, []).append((response_id, signal_cycle[(t + i) % len(signal_cycle)]))
-        return chunk_ids, [u.id for u in users], plan
+        return chunk_ids, user_ids, responses
 
-    chunk_ids, user_ids, plan = committed(setup)
+    return committed(setup)
+
+
+def committed_cleanup(slug: str, chunk_ids: list[int], user_ids: list[int]) -> None:
+    def cleanup():
+        Feedback.objects.filter(user_id__in=user_ids).delete()
+        Credit.objects.filter(user_id__in=user_ids).delete()
+        Reputation.objects.filter(chunk_id__in=chunk_ids).delete()
+        collection = Collection.objects.get(slug=slug)
+        collection.documents.all().delete()
+        collection.delete()
+        User.objects.filter(id__in=user_ids).delete()
+
+    committed(cleanup)
+
+
+def run_threads(target, count: int) -> None:
+    errors = []
+
+    def run(t):
+        try:
+            target(t)
+        except Exception as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    workers = [threading.Thread(target=run, args=(t,)) for t in range(count)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert errors == []
+
+
+def expected_counters(chunk_ids: list[int], shares: list[float], outcomes: list[tuple[float, bool]]) -> dict:
+    """[alpha, beta, A, B, verified] per chunk after feedbacks with outcomes (y, carried a verifier)."""
+    expected = {c: [1.0, 1.0, 1.0, 1.0, 0.0] for c in chunk_ids}
+    for y, verified in outcomes:
+        for chunk_id, share in zip(chunk_ids, shares):
+            for k, d in enumerate(increments(y, share)):
+                expected[chunk_id][k] += d
+            expected[chunk_id][4] += 1.0 if verified else 0.0
+    return expected
+
+
+def assert_counters(chunk_ids: list[int], expected: dict, feedback_count: int) -> None:
+    for row in Reputation.objects.filter(chunk_id__in=chunk_ids):
+        got = [row.alpha, row.beta, row.long_alpha, row.long_beta, row.verified]
+        assert got == pytest.approx(expected[row.chunk_id], rel=1e-9), row.chunk_id
+        assert row.feedback_count == feedback_count
+
+
+@pytest.mark.django_db
+def test_eight_threads_of_feedback_lose_no_update():
+    threads, per_thread, slug = 8, 200, "rep-concurrency"
+    signal_cycle = [{"thumbs": 1}, {"thumbs": 0}, {"behaviour": "kept"}, {"behaviour": "edited", "thumbs": 1},
+                    {"verifier": 1.0}, {"behaviour": "abandoned"}]  # fmt: skip
+    chunk_ids, user_ids, responses = committed_answers(slug, threads, per_thread)
+    plan = [
+        [(r, signal_cycle[(t + i) % len(signal_cycle)]) for i, r in enumerate(responses[t])] for t in range(threads)
+    ]
     try:
-        errors = []
 
         def feed(t):
-            try:
-                user = User.objects.get(id=user_ids[t])
-                for response_id, signals in plan[t]:
-                    feedback_submit(user=user, response_id=response_id, **signals)
-            except Exception as exc:  # noqa: BLE001
-                errors.append(exc)
-            finally:
-                connections.close_all()
+            user = User.objects.get(id=user_ids[t])
+            for response_id, signals in plan[t]:
+                feedback_submit(user=user, response_id=response_id, **signals)
 
-        workers = [threading.Thread(target=feed, args=(t,)) for t in range(threads)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        assert errors == []
-
+        run_threads(feed, threads)
         shares = [item["share"] for item in Credit.objects.filter(user_id=user_ids[0]).first().shares]  # as frozen
-        expected = {c: [1.0, 1.0, 1.0, 1.0, 0.0] for c in chunk_ids}
-        for t in range(threads):
-            for _, signals in plan[t]:
-                y = outcome(Signals(**signals))
-                for chunk_id, share in zip(chunk_ids, shares):
-                    d_alpha, d_beta, d_a, d_b = increments(y, share)
-                    e = expected[chunk_id]
-                    e[0] += d_alpha
-                    e[1] += d_beta
-                    e[2] += d_a
-                    e[3] += d_b
-                    e[4] += 1.0 if "verifier" in signals else 0.0
-        for row in Reputation.objects.filter(chunk_id__in=chunk_ids):
-            got = [row.alpha, row.beta, row.long_alpha, row.long_beta, row.verified]
-            assert got == pytest.approx(expected[row.chunk_id], rel=1e-9), row.chunk_id
-            assert row.feedback_count == threads * per_thread
+        outcomes = [(outcome(Signals(**signals)), "verifier" in signals) for steps in plan for _, signals in steps]
+        assert_counters(chunk_ids, expected_counters(chunk_ids, shares, outcomes), threads * per_thread)
     finally:
+        committed_cleanup(slug, chunk_ids, user_ids)
 
-        def cleanup():
-            Feedback.objects.filter(user_id__in=user_ids).delete()
-            Credit.objects.filter(user_id__in=user_ids).delete()
-            Reputation.objects.filter(chunk_id__in=chunk_ids).delete()
-            collection = Collection.objects.get(slug="rep-concurrency")
-            collection.documents.all().delete()
-            collection.delete()
-            User.objects.filter(id__in=user_ids).delete()
 
-        committed(cleanup)
+@pytest.mark.django_db
+def test_racing_feedbacks_on_the_same_answers_count_each_answer_once():
+    """Four clients of one user post different feedback on the same answers at once: whichever
+    lands last is the answer's feedback, and the counters hold its effect and no one else's."""
+    threads, answers, slug = 4, 60, "rep-race"
+    chunk_ids, user_ids, responses = committed_answers(slug, 1, answers)
+    signals = [{"thumbs": 1}, {"thumbs": 0}, {"verifier": 1.0}, {"behaviour": "edited", "thumbs": 0}]
+    together = threading.Barrier(threads, timeout=120)
+    try:
+
+        def feed(t):
+            user = User.objects.get(id=user_ids[0])
+            try:
+                for response_id in responses[0]:
+                    together.wait()  # all four on the same answer at the same moment
+                    feedback_submit(user=user, response_id=response_id, **signals[t])
+            except Exception:
+                together.abort()  # the others stop waiting; the error is reported
+                raise
+
+        run_threads(feed, threads)
+        finals = list(Feedback.objects.filter(user_id=user_ids[0]))
+        assert len(finals) == answers
+        shares = [item["share"] for item in Credit.objects.filter(user_id=user_ids[0]).first().shares]
+        ys = [outcome(Signals(thumbs=f.thumbs, behaviour=f.behaviour or None, verifier=f.verifier)) for f in finals]
+        expected = expected_counters(chunk_ids, shares, [(y, f.verifier is not None) for y, f in zip(ys, finals)])
+        assert_counters(chunk_ids, expected, answers)
+        for y, f in zip(ys, finals):  # each stored feedback records exactly what it added
+            assert f.applied[str(chunk_ids[0])][:4] == pytest.approx(increments(y, shares[0]), rel=1e-9)
+    finally:
+        committed_cleanup(slug, chunk_ids, user_ids)
 
 
 def test_a_chunk_with_a_good_history_overtakes_a_slightly_more_similar_one_with_a_bad_history(charlie):
