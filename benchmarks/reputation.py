@@ -61,22 +61,25 @@ Gates.
   (`Reputation.objects.filter(...).update(fooled=0)`), i.e. trust stays 1. p = 0 is Gate A's
   explore-off arm (honest thumbs at full trust give y in {0, 1} as the verifier does: the same
   counters), reused when Gate A ran.
-- Throughput: --clients (4) threads, each with its own connection (closed at the thread's end),
-  submit --per-client (1000) thumbs feedbacks each, each crediting --credited (5) chunks drawn
-  from 200 (contention on hot rows is real; lost updates are counted); the credits are recorded
-  first with credits_record. Feedbacks/s (and chunk-counter updates/s) over the whole run from a
-  barrier, p50/p95 latency per feedback; one client with half as many for reference. The host's
-  load average is recorded beside it: the numbers are this machine's, shared with other jobs.
+- Throughput: --clients (4) client processes (forked, as a web server's workers are; threads would
+  share one interpreter lock), each with its own connection, submit --per-client (1000) thumbs
+  feedbacks each, each crediting --credited (5) chunks drawn from 200 (contention on hot rows is
+  real; lost updates are counted); the credits are recorded first with credits_record.
+  Feedbacks/s (and chunk-counter updates/s) over the whole run from a barrier, p50/p95 latency per
+  feedback; one client with half as many for reference. The host's load average is recorded
+  beside it: the numbers are this machine's, shared with other jobs.
 
-Writes benchmarks/results/reputation.json and reputation.png.
+Writes benchmarks/results/reputation.json and reputation.png. `--only` with some sections updates
+those sections of an existing results file and keeps the others (and their parameters).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import multiprocessing
 import os
 import random
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -93,6 +96,11 @@ SHARED_CORPUS = 100  # Gate C "shared": the chunks questions draw their pools fr
 SEED_REPLAY = {"types": 1, "pool": 3, "steps": 100, "shift": 50}  # the seed's Gate B set-up
 SYCOPHANCY = (0.0, 0.1, 0.2, 0.3, 0.4)
 TP_HOT_CHUNKS = 200
+SECTIONS = {"a": "gate_a", "b": "gate_b", "c": "gate_c", "syc": "sycophancy", "tp": "throughput"}
+# The parameters only one section reads; every other parameter belongs to the simulated gates.
+PARAMETER_SECTION = {"clients": "throughput", "per_client": "throughput", "credited": "throughput",
+                     "seeds_b": "gate_b", "shift": "gate_b", "gamma": "gate_b", "coverage": "sycophancy",
+                     "syc_credit_k": "sycophancy"}  # fmt: skip
 
 
 # --- statistics --------------------------------------------------------------------------------
@@ -414,16 +422,41 @@ def sycophancy(bench: Bench, args, bar, honest: dict | None) -> dict:
     return result
 
 
+def throughput_client(user_id: int, plan: list, barrier, results) -> None:
+    """One client process: its own connection, the feedbacks of its plan as fast as they go."""
+    from django.contrib.auth.models import User
+    from django.db import connection, connections
+
+    from reputation.services import feedback_submit
+
+    try:
+        connection.ensure_connection()
+        user = User.objects.get(id=user_id)
+        barrier.wait()
+        latencies = []
+        for response_id, up in plan:
+            began = time.perf_counter()
+            feedback_submit(user=user, response_id=response_id, thumbs=int(up))
+            latencies.append(1000 * (time.perf_counter() - began))
+        results.put(latencies)
+    except Exception as exc:  # noqa: BLE001 - reported by the parent
+        barrier.abort()
+        results.put(repr(exc))
+    finally:
+        connections.close_all()
+
+
 def throughput(bench: Bench, args) -> dict:
     from django.contrib.auth.models import User
-    from django.db import connection, connections, transaction
+    from django.db import connections, transaction
     from tqdm import tqdm
 
     from reputation.models import Reputation
-    from reputation.services import credits_record, feedback_submit
+    from reputation.services import credits_record
 
     users = [User.objects.get_or_create(username=f"{USER}-{t}")[0] for t in range(args.clients)]
     hot = bench.chunk_ids[:TP_HOT_CHUNKS]
+    fork = multiprocessing.get_context("fork")  # the children inherit Django set up; each opens its own connection
 
     def one_run(clients: int, per_client: int) -> dict:
         bench.reset(users)
@@ -438,37 +471,25 @@ def throughput(bench: Bench, args) -> dict:
                     credits_record(response_id=response_id, user=users[t], credited=credited)
                     plans[t].append((response_id, rng.random() < 0.6))
                     bar.update()
-        latencies: list[list[float]] = [[] for _ in range(clients)]
-        errors: list[Exception] = []
-        barrier = threading.Barrier(clients + 1)
-
-        def client(t: int) -> None:
-            try:
-                connection.ensure_connection()
-                user = User.objects.get(id=users[t].id)
-                barrier.wait()
-                for response_id, up in plans[t]:
-                    began = time.perf_counter()
-                    feedback_submit(user=user, response_id=response_id, thumbs=int(up))
-                    latencies[t].append(1000 * (time.perf_counter() - began))
-            except Exception as exc:  # noqa: BLE001
-                errors.append(exc)
-                barrier.abort()
-            finally:
-                connections.close_all()
-
-        threads = [threading.Thread(target=client, args=(t,)) for t in range(clients)]
-        for thread in threads:
-            thread.start()
+        connections.close_all()  # no socket shared with the children
+        barrier, results = fork.Barrier(clients + 1), fork.Queue()
+        processes = [
+            fork.Process(target=throughput_client, args=(users[t].id, plans[t], barrier, results))
+            for t in range(clients)
+        ]
+        for process in processes:
+            process.start()
         load_before = os.getloadavg()
         barrier.wait()
         began = time.perf_counter()
-        for thread in threads:
-            thread.join()
+        outcomes = [results.get(timeout=3600) for _ in processes]  # before join: a child exits once read
         elapsed = time.perf_counter() - began
+        for process in processes:
+            process.join()
+        errors = [o for o in outcomes if isinstance(o, str)]
         if errors:
-            raise errors[0]
-        flat = [x for lat in latencies for x in lat]
+            raise RuntimeError(f"a throughput client failed: {errors[0]}")
+        flat = [x for latencies in outcomes for x in latencies]
         counted = sum(Reputation.objects.filter(chunk_id__in=hot).values_list("feedback_count", flat=True))
         return {
             "clients": clients, "feedbacks": len(flat), "chunks_per_feedback": args.credited,
@@ -518,7 +539,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4, help="Throughput: concurrent clients.")
     parser.add_argument("--per-client", type=int, default=1000, help="Throughput: feedbacks per client.")
     parser.add_argument("--credited", type=int, default=5, help="Throughput: chunks each feedback credits.")
-    parser.add_argument("--only", nargs="+", choices=["a", "b", "c", "syc", "tp"], default=["a", "b", "c", "syc", "tp"])
+    parser.add_argument("--only", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
     args = parser.parse_args()
     django_setup()
     from tqdm import tqdm
@@ -535,10 +556,14 @@ def main() -> None:
         * args.seeds
         * args.steps,
     }
-    result = {
-        "parameters": {k: v for k, v in vars(args).items() if k != "only"},
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-    }
+    parameters = {k: v for k, v in vars(args).items() if k != "only"}
+    result = {"parameters": parameters, "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
+    if set(args.only) != set(SECTIONS) and (RESULTS / "reputation.json").exists():
+        result = json.loads((RESULTS / "reputation.json").read_text())  # update these sections only
+        ran = {name for section, name in SECTIONS.items() if section in args.only}
+        result["parameters"] |= {
+            k: v for k, v in parameters.items() if PARAMETER_SECTION.get(k, "gates") in ran | {"gates"} - {"throughput"}
+        }
     try:
         with (
             tqdm(total=sum(steps[g] for g in args.only if g in steps), desc="simulated answers", unit="ans") as bar,
@@ -686,7 +711,7 @@ def plot(result: dict) -> None:
                       ha="center", va="bottom", fontsize=8)  # fmt: skip
         ax_t.axhline(500, color="red", linestyle="--", label="floor 500/s (4 clients)")
         ax_t.set_ylabel(f"feedbacks/s (each crediting {runs[0]['chunks_per_feedback']} chunks)")
-        ax_t.set_title(f"Feedback throughput (host load {result['load_average_at_start'][0]} at start, "
+        ax_t.set_title(f"Feedback throughput (host load {runs[-1]['load_average_before'][0]} before, "
                        f"{os.cpu_count()} cores)", fontsize=10)  # fmt: skip
         ax_t.legend(fontsize=8)
     fig.tight_layout()
