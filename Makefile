@@ -40,8 +40,8 @@ bench: venv  ## run the benchmarks (minutes; figures and plots under benchmarks/
 	$(PY) benchmarks/retrieval.py
 	$(PY) benchmarks/verifiers.py
 
-verifiers: venv  ## retrain, calibrate and measure the shipped verifier models (about 90 minutes on 2 cores)
+verifiers: venv  ## retrain, calibrate and measure the shipped verifier models (about 2 hours on 2 cores)
 	$(PY) manage.py train_nli
-	$(PY) manage.py train_relevance
+	$(PY) manage.py train_relevance --max-minutes 90
 	$(PY) manage.py calibrate_gate
 	$(PY) benchmarks/verifiers.py --card

@@ -11,16 +11,17 @@ not address the question earns nothing, and a relevant chunk loses trust for eac
 - relevance: the relevance evaluator on (question, text), scored at query time in one batched
   call, then the strips (sentences) of the candidates that clear the lower threshold in another;
 - consistency: corpus/consistency.py, scored once at ingestion (external passages: on arrival);
-- agreement: 1 - (share of the other relevant candidates that contradict it). Two candidates
-  contradict when the NLI model says so in both directions for their best strips (the shipped
-  model over-calls contradiction when the premise is the shorter text; requiring both
-  directions removes most of that), and only pairs that could disagree are compared (both
-  relevant, sharing at least two content words): an outlier that contradicts the majority
-  loses; two candidates that contradict each other both lose.
+- agreement: 1 - (share of the candidates it was compared with that contradict it). Only pairs
+  that could disagree are compared (both relevant, sharing at least two content words), so a
+  chunk about other facts neither backs nor dilutes a contradiction. Two candidates contradict
+  when the NLI model says so in both directions for their best strips (the shipped model
+  over-calls contradiction when the premise is the shorter text; requiring both directions
+  removes most of that): an outlier that contradicts the majority loses; two candidates that
+  contradict each other both lose.
 
 Buckets: VERIFIED >= CAIRN_VERIFIED_THRESHOLD (0.75), UNCERTAIN >= CAIRN_UNCERTAIN_THRESHOLD
 (0.40), REJECTED below, and relevance below CAIRN_RELEVANCE_LOWER is REJECTED outright. With the
-default weights (0.55, 0.15, 0.30) a fully relevant chunk contradicted by every other one scores
+default weights (0.55, 0.15, 0.30) a fully relevant chunk contradicted by every one it meets scores
 0.70 (UNCERTAIN: it goes to external confirmation) and one with every consistency defect 0.85.
 """
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from collections import Counter
 from itertools import combinations
 
 from django.conf import settings
@@ -136,10 +138,16 @@ def could_disagree(a: str, b: str) -> bool:
     return a != b and len(content_terms(a) & content_terms(b)) >= 2
 
 
-def agreement_scores(relevant: list[int], contradictions: set[frozenset[int]]) -> dict[int, float]:
-    """1 - share of the other relevant candidates that contradict each relevant candidate."""
-    others = max(1, len(relevant) - 1)
-    return {i: 1 - sum(frozenset((i, j)) in contradictions for j in relevant if j != i) / others for i in relevant}
+def agreement_scores(compared: list[frozenset[int]], contradictions: set[frozenset[int]]) -> dict[int, float]:
+    """1 - share of the candidates each candidate was compared with that contradict it. Only pairs
+    that could disagree are compared: a relevant chunk about other facts neither supports nor
+    dilutes a contradiction."""
+    seen, against = Counter(), Counter()
+    for pair in compared:
+        for i in pair:
+            seen[i] += 1
+            against[i] += pair in contradictions
+    return {i: 1 - against[i] / seen[i] for i in seen}
 
 
 def refine(candidates: list[Candidate]) -> None:
@@ -191,7 +199,7 @@ class Gate:
             return min(self._contradiction[(a, b)], self._contradiction[(b, a)]) >= threshold
 
         contradictions = {frozenset((a.n, b.n)) for a, b in pairs if contradict(a.best_strip.text, b.best_strip.text)}
-        scores = agreement_scores([c.n for c in relevant], contradictions)
+        scores = agreement_scores([frozenset((a.n, b.n)) for a, b in pairs], contradictions)
         for candidate in candidates:
             candidate.agreement = round(scores.get(candidate.n, 1.0), 4)
             candidate.contradicted_by = sorted(

@@ -65,8 +65,9 @@ def test_action_and_agreement_rules():
         assert action_for([0.1, 0.5]) is Action.AMBIGUOUS
         assert action_for([0.1, 0.2]) is Action.INCORRECT
         assert action_for([]) is Action.INCORRECT
-    # 3 contradicts 1 and 2, which agree: 3 is the outlier.
-    scores = agreement_scores([1, 2, 3], {frozenset((1, 3)), frozenset((2, 3))})
+    # 3 contradicts 1 and 2, which agree: 3 is the outlier (a candidate compared with no one is absent).
+    compared = [frozenset(p) for p in ((1, 2), (1, 3), (2, 3))]
+    scores = agreement_scores(compared, {frozenset((1, 3)), frozenset((2, 3))})
     assert scores == {1: 0.5, 2: 0.5, 3: 0.0}
     assert could_disagree(TRUE, CONTRADICTING) and not could_disagree(TRUE, IRRELEVANT)
     assert not could_disagree(TRUE, TRUE)

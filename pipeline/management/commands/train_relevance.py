@@ -19,8 +19,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="The shared data folder.")
-        add_training_arguments(parser, output=str(settings.CAIRN_RELEVANCE_MODEL), epochs=1, batch_size=32)
-        parser.add_argument("--negatives", type=int, default=2, help="Hard negatives per question.")
+        # The shipped model's recipe: 3 epochs, 3 hard negatives. Against 1 epoch and 2 negatives it
+        # lifted CRAG's CORRECT with the gold passage retrieved from 52% to 73% (forward_path.py).
+        add_training_arguments(parser, output=str(settings.CAIRN_RELEVANCE_MODEL), epochs=3, batch_size=32)
+        parser.add_argument("--negatives", type=int, default=3, help="Hard negatives per question.")
 
     def handle(self, *args, data, base, output, negatives, seed, **options):
         if not (data / "nq_open_oracle").is_dir() or not (data / "halueval_qa").is_dir():
