@@ -28,8 +28,8 @@ default weights (0.55, 0.15, 0.30) a fully relevant chunk contradicted by every 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 from collections import Counter
+from dataclasses import dataclass, field
 from itertools import combinations
 
 from django.conf import settings
