@@ -52,7 +52,7 @@ def _decay_since(column: str) -> str:
 _FEEDBACK = Feedback._meta.db_table
 _REPUTATION = Reputation._meta.db_table
 
-# The whole feedback in one statement (one round trip, one commit): lock the user's previous
+# The whole feedback in one statement and one commit: lock the user's previous
 # feedback on this answer if there is one (it serialises a user's feedbacks on one answer), then
 # the credited counter rows in chunk order (no deadlock between concurrent feedbacks); compute
 # each chunk's outcome y from its own trust (1 - fooled / (verified + 1)) and the signal terms;
@@ -140,7 +140,7 @@ def feedback_submit(
 ) -> Feedback:
     """Record `user`'s feedback on their answer `response_id` and move the credited chunks'
     counters; a second feedback from the same user replaces the first, effect included.
-    Two round trips: the answer's credit (with its judge), then the one statement above."""
+    Two queries: the answer's credit (with its judge), then the one statement above."""
     judge = WriteBack.objects.filter(response_id=OuterRef("response_id"), grounding__isnull=False)
     credit = (
         Credit.objects.filter(response_id=response_id, user=user)
