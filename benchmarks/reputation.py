@@ -561,9 +561,9 @@ def main() -> None:
     if set(args.only) != set(SECTIONS) and (RESULTS / "reputation.json").exists():
         result = json.loads((RESULTS / "reputation.json").read_text())  # update these sections only
         ran = {name for section, name in SECTIONS.items() if section in args.only}
-        result["parameters"] |= {
-            k: v for k, v in parameters.items() if PARAMETER_SECTION.get(k, "gates") in ran | {"gates"} - {"throughput"}
-        }
+        if ran - {"throughput"}:
+            ran.add("gates")  # the parameters every simulated gate reads
+        result["parameters"] |= {k: v for k, v in parameters.items() if PARAMETER_SECTION.get(k, "gates") in ran}
     try:
         with (
             tqdm(total=sum(steps[g] for g in args.only if g in steps), desc="simulated answers", unit="ans") as bar,
