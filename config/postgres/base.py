@@ -28,12 +28,17 @@ class DatabaseWrapper(base.DatabaseWrapper):
             params["host"] = embedded_socket_dir(settings.CAIRN_DATA_DIR, settings.DATABASES["default"]["NAME"])
         # pgvector settings travel in the start-up packet: no extra round trip per query. Postgres
         # keeps them as placeholders until the extension library loads, then applies them.
+        # plan_cache_mode reaches only statements prepared on purpose (config/postgres/prepared.py):
+        # the ORM's cursors bind client-side and never prepare.
         gucs = {
             "hnsw.ef_search": settings.CAIRN_HNSW_EF_SEARCH,
             "hnsw.iterative_scan": settings.CAIRN_HNSW_ITERATIVE_SCAN,
+            "plan_cache_mode": "force_generic_plan",
         }
         options = " ".join(f"-c {name}={value}" for name, value in gucs.items())
         params["options"] = f"{params.get('options', '')} {options}".strip()
+        # psycopg prepares nothing while this is None, even when asked to.
+        params["prepare_threshold"] = 5 if settings.CAIRN_DB_PREPARE else None
         return params
 
     def init_connection_state(self):
