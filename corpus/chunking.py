@@ -17,6 +17,10 @@ _ABBREVIATIONS = {
     "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
     "e.g", "i.e", "cf", "ca", "u.s", "u.k", "ph.d",
 }  # fmt: skip
+# "at 4:05 p.m. UTC (9:05 a.m. PDT)": a time followed by its zone is no boundary; "at 5 p.m. The
+# next day" still is.
+_TIME_SUFFIXES = {"a.m", "p.m"}
+_ZONE_NEXT = re.compile(r"[(\[]?[A-Z]{2,5}\b")
 # A candidate boundary: terminal punctuation, optional closing quotes/brackets, whitespace, then
 # something that can start a sentence.
 _BOUNDARY = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
@@ -54,7 +58,11 @@ def split_sentences(text: str) -> list[str]:
             end = match.start() + len(match.group(0).rstrip())
             word = _WORD_BEFORE.search(paragraph[start : match.start()])
             token = (word.group(1) if word else "").lower().strip("\"'([")
-            if paragraph[match.start()] == "." and (token in _ABBREVIATIONS or re.fullmatch(r"[a-z]", token)):
+            if paragraph[match.start()] == "." and (
+                token in _ABBREVIATIONS
+                or re.fullmatch(r"[a-z]", token)
+                or (token in _TIME_SUFFIXES and _ZONE_NEXT.match(paragraph, match.end()))
+            ):
                 continue
             sentences.append(paragraph[start:end].strip())
             start = match.end()

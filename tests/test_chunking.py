@@ -25,6 +25,16 @@ def test_it_keeps_abbreviations_and_initials_inside_sentences():
     ]
 
 
+def test_a_time_with_its_zone_is_no_boundary():
+    # A split here once left "at about 6:44 p.m." without its zone in an answer, which then read wrong.
+    text = "It ended at 6:44 p.m. UTC (2:44 p.m. EDT). We met at 5 p.m. The next day it rained."
+    assert split_sentences(text) == [
+        "It ended at 6:44 p.m. UTC (2:44 p.m. EDT).",
+        "We met at 5 p.m.",
+        "The next day it rained.",
+    ]
+
+
 def test_it_treats_paragraphs_headings_and_list_items_as_boundaries():
     text = "# Title\nIntro line\nwraps here\n\n- first item\n- second item\nNo full stop at the end"
     assert split_sentences(text) == [
