@@ -144,7 +144,9 @@ CAIRN_TRUST_WEIGHTS = env_floats(
 )  # relevance, consistency, agreement
 CAIRN_VERIFIED_THRESHOLD = env_float("CAIRN_VERIFIED_THRESHOLD", 0.75, minimum=0.0, maximum=1.0)
 CAIRN_UNCERTAIN_THRESHOLD = env_float("CAIRN_UNCERTAIN_THRESHOLD", 0.40, minimum=0.0, maximum=1.0)
-CAIRN_STRIP_THRESHOLD = env_float("CAIRN_STRIP_THRESHOLD", 0.5, minimum=0.0, maximum=1.0)
+# 0.3, not 0.5: on 300 NQ training questions, answers from strips kept at 0.3 hold a gold answer
+# 78% of the time against 76% at 0.5, for three more words (held-out: 69% vs 65%).
+CAIRN_STRIP_THRESHOLD = env_float("CAIRN_STRIP_THRESHOLD", 0.3, minimum=0.0, maximum=1.0)
 CAIRN_CONTRADICTION_THRESHOLD = env_float("CAIRN_CONTRADICTION_THRESHOLD", 0.5, minimum=0.0, maximum=1.0)
 CAIRN_AGREEMENT_MAX_PAIRS = env_int("CAIRN_AGREEMENT_MAX_PAIRS", 28, minimum=0)
 CAIRN_SEARCH_PROVIDER = env_choice("CAIRN_SEARCH_PROVIDER", "none", ("none", "searxng", "http-json"))

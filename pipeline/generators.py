@@ -32,6 +32,7 @@ class EvidenceText:
     text: str  # refined: the kept strips
     title: str = ""
     origin: str = "corpus"
+    strips: tuple[tuple[str, float], ...] = ()  # the kept strips with their relevance, when scored
 
 
 @dataclass
@@ -63,8 +64,9 @@ class ExtractiveGenerator:
     name = "extractive"
 
     def generate(self, question, evidence, *, warnings=(), temperature=0.0) -> Generation:
+        scored = [list(e.strips) for e in evidence] if evidence and all(e.strips for e in evidence) else None
         text, cited = extractive_answer(
-            question, [e.text for e in evidence], max_sentences=settings.CAIRN_ANSWER_SENTENCES
+            question, [e.text for e in evidence], max_sentences=settings.CAIRN_ANSWER_SENTENCES, scored_strips=scored
         )
         if not text:
             return not_found(self.name)

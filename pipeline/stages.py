@@ -166,7 +166,11 @@ def refine(state: QueryState) -> None:
 
 
 def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
-    return [EvidenceText(c.n, c.refined or c.text, c.title, c.origin) for c in candidates]
+    return [
+        EvidenceText(c.n, c.refined or c.text, c.title, c.origin,
+                     tuple((s.text, s.relevance) for s in c.strips if s.kept and s.relevance is not None))
+        for c in candidates
+    ]  # fmt: skip
 
 
 def recall(state: QueryState) -> None:

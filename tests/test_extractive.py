@@ -29,3 +29,16 @@ def test_repeated_sentences_from_overlapping_evidence_appear_once():
 
 def test_no_shared_word_means_no_answer():
     assert extractive_answer("How tall is Mount Everest?", PASSAGES) == ("", [])
+
+
+def test_scored_strips_rank_by_relevance_even_without_a_shared_word():
+    # The lexical ranking would pick the title sentence; the relevance evaluator's scores know
+    # that "who sang" is answered by who recorded it.
+    strips = [
+        ('"It\'s Gonna Take a Miracle" is a song written by Teddy Randazzo.', 0.62),
+        ("The first recording was a 1965 hit for The Royalettes.", 0.91),
+    ]
+    question = "Who sang it's gonna take a miracle?"
+    assert "Royalettes" not in extractive_answer(question, [" ".join(s for s, _ in strips)], max_sentences=1)[0]
+    answer, cited = extractive_answer(question, ["unused"], max_sentences=1, scored_strips=[strips])
+    assert answer == "The first recording was a 1965 hit for The Royalettes. [1]" and cited == [1]

@@ -29,6 +29,20 @@ def test_extractive_cites_evidence_by_its_response_number():
     assert not ExtractiveGenerator().generate("Who won the cup final?", EVIDENCE).found
 
 
+def test_extractive_uses_the_gates_strip_scores_when_every_evidence_has_them(settings):
+    settings.CAIRN_ANSWER_SENTENCES = 1
+    scored = [
+        EvidenceText(2, "The museum opened in 1889. It is closed on Mondays.", "Museum",
+                     strips=(("The museum opened in 1889.", 0.4), ("It is closed on Mondays.", 0.9))),
+        EvidenceText(5, "The museum café serves lunch from noon.", "Café", "external",
+                     strips=(("The museum café serves lunch from noon.", 0.2),)),
+    ]  # fmt: skip
+    generation = ExtractiveGenerator().generate("When can I visit the museum?", scored)
+    assert (generation.text, generation.cited) == ("It is closed on Mondays. [2]", [2])
+    lexical = ExtractiveGenerator().generate("When can I visit the museum?", EVIDENCE)  # no scores: word overlap
+    assert lexical.text == "The museum opened in 1889. [2]"
+
+
 def test_ollama_generator_sends_numbered_evidence_and_keeps_only_real_citations():
     seen = {}
 
