@@ -281,7 +281,7 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
     counts: Counter = Counter()
     rejected_by: Counter = Counter()
     answer_s, extra_s, total_s, per_candidate_s = [], [], [], []
-    track = []
+    track, candidates = [], []  # candidates: each proposal, its label and (cairn) its scores
     with override_settings(**overrides), transaction.atomic():
         # Novelty compares against every active chunk: only this run's corpus may count.
         Document.objects.filter(status=Document.Status.ACTIVE).exclude(collection__slug=slug).update(
@@ -323,8 +323,9 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
                 counts["citations_precise"] += n in by_n and has_gold(by_n[n].text, row.answers)
             writeback = WriteBack.objects.filter(response_id=state.record.response_id).first()
             if writeback is not None:
+                wrong = is_hallucinated(dataset, row, writeback, hallucinated_replay)
                 counts["candidates"] += 1
-                counts["candidates_hallucinated"] += is_hallucinated(dataset, row, writeback, hallucinated_replay)
+                counts["candidates_hallucinated"] += wrong
                 step = time.perf_counter()
                 if system == "naive":
                     writeback.status = WriteBack.Status.PENDING_REVIEW
@@ -344,8 +345,11 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
                         counts["passed_validation"] += 1
                         counts["held_by_cap"] += bool(writeback.held)
                 per_candidate_s.append(time.perf_counter() - step)
-                if writeback.status == WriteBack.Status.PUBLISHED:
-                    counts["added_hallucinated"] += is_hallucinated(dataset, row, writeback, hallucinated_replay)
+                published = writeback.status == WriteBack.Status.PUBLISHED
+                counts["added_hallucinated"] += published and wrong
+                candidates.append({"question": row.question, "gold": list(row.answers), "answer": writeback.answer,
+                                   "hallucinated": wrong, "published": published,
+                                   "scores": {k: getattr(writeback, k) for k in SCORES}})  # fmt: skip
             finished = time.perf_counter()
             answer_s.append(answered - started)
             extra_s.append(finished - answered)
@@ -377,6 +381,8 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
         "generated_share_after": round(final_share, 4),
         "added_hallucinated": counts["added_hallucinated"],
         "hallucinated_share_of_added": counts["added_hallucinated"] / added if added else None,
+        "added_hallucinated_examples": [c for c in candidates if c["published"] and c["hallucinated"]],
+        "candidate_scores": candidates if system == "cairn" else None,  # naive and standard score nothing
         "citations": counts["citations"],
         "citation_precision": counts["citations_precise"] / counts["citations"] if counts["citations"] else None,
         "generator_fallbacks": counts["generator_fallbacks"],
@@ -388,6 +394,9 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
         "per_candidate_s_p50": percentile(per_candidate_s, 50) if per_candidate_s else None,
         "track": track,
     }  # fmt: skip
+
+
+SCORES = ("grounding", "attribution", "novelty", "relevance")
 
 
 def is_hallucinated(dataset: str, row: Row, writeback, hallucinated_replay: dict) -> bool:
