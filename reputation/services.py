@@ -23,7 +23,7 @@ from config.postgres.prepared import fetch_prepared, instance_from_row, returnin
 from corpus.audit import audit
 from corpus.models import Chunk, WriteBack
 from reputation.models import Credit, Feedback, Reputation
-from reputation.scoring import LONG_TERM_RATE, Signals, credit_shares, outcome_terms
+from reputation.scoring import LONG_TERM_RATE, Signals, credit_shares, decisiveness, outcome_terms
 
 
 def credits_record(*, response_id, user, credited: list[tuple[int, float]]) -> Credit:
@@ -158,6 +158,7 @@ def feedback_submit(
     shares, judge = json.loads(credit[0]), credit[1]  # Django's connection loads jsonb as text
     signals = Signals(thumbs=thumbs, behaviour=behaviour or None, judge=judge, verifier=verifier)
     terms = outcome_terms(signals)
+    y = terms.outcome()  # at full trust: what the feedback row records
     params = {
         "user_id": user.pk, "response_id": response_id, "now": now or timezone.now(),
         "chunk_ids": [item["chunk_id"] for item in shares], "shares": [item["share"] for item in shares],
@@ -165,8 +166,8 @@ def feedback_submit(
         "verifier": verifier, "user": terms.user, "other": terms.other, "weight": terms.weight or 1.0,
         "rate": LONG_TERM_RATE, "fooled": 1.0 if verifier is not None and verifier < 0.5 and signals.user_accepted else 0.0,
         "verified": 1.0 if verifier is not None else 0.0, "thumbs": thumbs, "behaviour": behaviour or "",
-        "judge": judge, "comment": comment, "outcome": round(terms.outcome(), 6),
-        "kappa": round(2 * abs(terms.outcome() - 0.5), 6),
+        "judge": judge, "comment": comment, "outcome": round(y, 6),
+        "kappa": round(decisiveness(y), 6),
     }  # fmt: skip
     try:
         with transaction.atomic():
