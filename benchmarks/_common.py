@@ -38,6 +38,12 @@ def nq_rows() -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def has_gold(text: str, answers) -> bool:
+    """Does `text` hold one of the gold answer strings (case-insensitive)?"""
+    text = text.lower()
+    return any(a.strip() and a.strip().lower() in text for a in answers)
+
+
 def nq_passages() -> list[dict]:
     """Unique gold passages of the NQ shared split, each with the indices of its questions."""
     passages: dict[str, dict] = {}

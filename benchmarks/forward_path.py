@@ -25,7 +25,7 @@ import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from _common import RESULTS, django_setup, nq_corpus, nq_rows, percentile, write_result
+from _common import RESULTS, django_setup, has_gold, nq_corpus, nq_rows, percentile, write_result
 
 
 def searx_stub() -> tuple[str, list[int]]:
@@ -51,7 +51,7 @@ def searx_stub() -> tuple[str, list[int]]:
 
 
 def candidate_scores(state, answers: list[str]) -> list[tuple[float, bool]]:
-    return [(c.relevance, any(a.lower() in c.text.lower() for a in answers)) for c in state.candidates]
+    return [(c.relevance, has_gold(c.text, answers)) for c in state.candidates]
 
 
 def correct(scores: list[tuple[float, bool]], t: float) -> bool:
@@ -97,7 +97,7 @@ def main() -> None:
             for stage, ms in state.timings_ms.items():
                 timings.setdefault(stage, []).append(ms)
             answers = rows[index]["answers"]
-            present["correct_answer"] += any(a.lower() in state.generation.text.lower() for a in answers)
+            present["correct_answer"] += has_gold(state.generation.text, answers)
             present["actions"][state.action] += 1
             if any(h.document_id == gold[index] for h in state.hits):
                 present["gold_retrieved"] += 1

@@ -84,7 +84,7 @@ from dataclasses import dataclass
 from hashlib import sha1
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from _common import RESULTS, SHARED_DATA, django_setup, percentile, write_result
+from _common import RESULTS, SHARED_DATA, django_setup, has_gold, percentile, write_result
 
 SYSTEMS = ("standard", "naive", "cairn")
 COVERAGE_DISTANCE = 0.4  # the paper's "relevant retrieval": cosine distance below 0.4
@@ -224,11 +224,6 @@ class HaluEvalReplay:
         best = max(evidence, key=lambda e: overlap(e[1]), default=None)
         n = best[0] if best is not None and overlap(best[1]) >= 0.8 else (evidence[0][0] if evidence else "1")
         return f"{answer} [{n}]"
-
-
-def has_gold(text: str, answers: tuple[str, ...]) -> bool:
-    text = text.lower()
-    return any(a.strip() and a.strip().lower() in text for a in answers)
 
 
 def coverage(user, collection_id: int, vectors) -> float:
