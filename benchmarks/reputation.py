@@ -28,6 +28,13 @@ uses top_k 1 for the same reason). Feedback credits the top 1 chunk, or the top 
 pipeline/stages.py does: every piece of evidence the answer was given shares its outcome, here
 also chunks that did not decide it), with their similarities.
 
+Questions. Each question has an embedding, passed to hits_rank and credits_record as the pipeline
+passes its own: a question type has a random unit vector and every time it is asked it is
+reworded (cosine about 0.95 to the type, what MiniLM gives a reworded question); a question that
+never recurs (Gate C) is a fresh random unit vector (cosine to any other about 0 +- 0.1, MiniLM's
+unrelated questions: 99% below 0.27). A chunk's record counts by the question's affinity to the
+questions it was credited for (reputation/ranking.py).
+
 Time. Simulated time is made real: step s happens at t0 + s·--step-seconds (3600: a question an
 hour), passed as `now=` to feedback_submit and, by patching the `standings` name that
 reputation.ranking imported with one that passes the same `now`, to the ranking's decay-on-read;
@@ -200,7 +207,7 @@ class Bench:
 
     def run(
         self,
-        plan: list[tuple[list, int]],
+        plan: list[tuple[list, int, list[float]]],
         *,
         explore: bool,
         credit_k: int,
@@ -210,7 +217,7 @@ class Bench:
         liar: bool = True,
         minmax: bool = False,
     ) -> list[int]:
-        """Ask every (hits, correct) of `plan` in order through the reputation ranking, record the
+        """Ask every (hits, correct, question vector) of `plan` in order through the reputation ranking, record the
         credit and the feedback; 1 per step where the top chunk was the correct one. `minmax`: the
         what-if of the seed's min-max normalised retrieval score (hits_rank divides by the best,
         so scores pre-normalised to [0, 1] reach rank_score as the seed's sim)."""
@@ -230,18 +237,18 @@ class Bench:
         correct_steps = []
         with (
             override_settings(**overrides),
-            mock.patch.object(ranking, "standings", lambda ids: standings(ids, now=clock["now"])),
+            mock.patch.object(ranking, "standings", lambda ids, **kw: standings(ids, now=clock["now"], **kw)),
         ):
-            for step, (hits, correct_id) in enumerate(plan):
+            for step, (hits, correct_id, question) in enumerate(plan):
                 if minmax:
                     low, high = min(h.score for h in hits), max(h.score for h in hits)
                     hits = [replace(h, score=(h.score - low) / ((high - low) or 1.0)) for h in hits]
                 clock["now"] = start + timedelta(seconds=step * self.step_seconds)
-                ranked = ranking.hits_rank(hits, explore=explore, rng=rank_rng)
+                ranked = ranking.hits_rank(hits, explore=explore, rng=rank_rng, question_vector=question)
                 correct = ranked[0].hit.chunk_id == correct_id
                 credited = [(r.hit.chunk_id, r.hit.similarity) for r in ranked[:credit_k]]
                 response_id = uuid.uuid4()
-                credits_record(response_id=response_id, user=self.user, credited=credited)
+                credits_record(response_id=response_id, user=self.user, credited=credited, question_vector=question)
                 feedback_submit(user=self.user, response_id=response_id, now=clock["now"],
                                 **feedback(correct, feedback_rng))  # fmt: skip
                 if not liar:  # the ablation: trust stays 1
@@ -268,30 +275,54 @@ def user_feedback(sycophancy: float, coverage: float) -> Callable[[bool, random.
 # --- plans (the question streams, shared by every arm of a seed) --------------------------------
 
 
+def question_vectors(seed: int, n: int, *, paraphrases_of=None):
+    """`n` random unit question embeddings (unrelated questions: cosine about 0 +- 0.05 in 384
+    dimensions), or, with `paraphrases_of`, rephrasings of those (cosine about 0.95 to their
+    original, what MiniLM gives a reworded question). A generator of their own, so the hits and
+    correct chunks of a seed's plan stay what they were without questions."""
+    import numpy as np
+
+    from corpus.models import EMBEDDING_DIM
+
+    rng = np.random.default_rng(seed + 104729)
+    base = rng.standard_normal((n, EMBEDDING_DIM)) if paraphrases_of is None else np.asarray(paraphrases_of)
+    if paraphrases_of is not None:
+        base = base / np.linalg.norm(base, axis=1, keepdims=True) + 0.33 * rng.standard_normal(base.shape) / np.sqrt(
+            EMBEDDING_DIM
+        )
+    return (base / np.linalg.norm(base, axis=1, keepdims=True)).tolist()
+
+
 def recurring_plan(bench: Bench, seed: int, *, types: int, pool: int, steps: int, p_first: float,
-                   shift: int | None = None) -> list[tuple[list, int]]:  # fmt: skip
-    """`types` pools over disjoint chunks, asked in random order; at `shift` each type's correct
-    chunk moves to another chunk of its pool."""
+                   shift: int | None = None) -> list[tuple[list, int, list[float]]]:  # fmt: skip
+    """`types` pools over disjoint chunks, asked in random order, each time reworded; at `shift`
+    each type's correct chunk moves to another chunk of its pool."""
     rng = random.Random(seed)
     pools = [bench.pool(bench.chunk_ids[t * pool : (t + 1) * pool], rng, p_first) for t in range(types)]
     moved = [rng.choice([h.chunk_id for h in hits if h.chunk_id != correct]) for hits, correct in pools]
-    plan = []
+    plan, asked = [], []
     for step in range(steps):
         t = rng.randrange(types)
         hits, correct = pools[t]
         plan.append((hits, moved[t] if shift is not None and step >= shift else correct))
-    return plan
+        asked.append(t)
+    types_asked = question_vectors(seed, types)
+    rewordings = question_vectors(seed + 1, steps, paraphrases_of=[types_asked[t] for t in asked])
+    return [(hits, correct, question) for (hits, correct), question in zip(plan, rewordings, strict=True)]
 
 
 def fresh_plan(bench: Bench, seed: int, *, pool: int, steps: int, p_first: float, shared: bool) -> list:
+    """A new, unrelated question every step."""
     rng = random.Random(seed)
     if shared:
-        return [bench.pool(rng.sample(bench.chunk_ids[:SHARED_CORPUS], pool), rng, p_first) for _ in range(steps)]
-    return [bench.pool(bench.chunk_ids[s * pool : (s + 1) * pool], rng, p_first) for s in range(steps)]
+        pools = [bench.pool(rng.sample(bench.chunk_ids[:SHARED_CORPUS], pool), rng, p_first) for _ in range(steps)]
+    else:
+        pools = [bench.pool(bench.chunk_ids[s * pool : (s + 1) * pool], rng, p_first) for s in range(steps)]
+    return [(hits, correct, q) for (hits, correct), q in zip(pools, question_vectors(seed, steps), strict=True)]
 
 
 def retrieval_correct(plan: list) -> list[int]:
-    return [int(hits[0].chunk_id == correct) for hits, correct in plan]
+    return [int(hits[0].chunk_id == correct) for hits, correct, _question in plan]
 
 
 # --- gates -------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_choice, env_float, env_floats, env_int, env_list, env_str
 from pipeline.calibration import read_calibration
@@ -177,6 +178,10 @@ CAIRN_RANK_POOL = env_int("CAIRN_RANK_POOL", 2, minimum=1)  # retrieve top_k * p
 CAIRN_RANK_EXPLORE = env_bool("CAIRN_RANK_EXPLORE", False)  # standard and deep modes
 CAIRN_RANK_EXPLORE_FAST = env_bool("CAIRN_RANK_EXPLORE_FAST", False)
 CAIRN_RANK_SIMILARITY_FLOOR = env_float("CAIRN_RANK_SIMILARITY_FLOOR", 0.3, minimum=-1.0, maximum=1.0)
+# A chunk's record counts from none (question-to-its-questions cosine <= lo) to in full (>= hi).
+CAIRN_RANK_AFFINITY = env_floats("CAIRN_RANK_AFFINITY", [0.3, 0.6], length=2)
+if not CAIRN_RANK_AFFINITY[0] < CAIRN_RANK_AFFINITY[1]:
+    raise ImproperlyConfigured(f"CAIRN_RANK_AFFINITY: lo must be below hi, got {CAIRN_RANK_AFFINITY}")
 
 # --- The backward path: validated write-back and the experience store (seed 000) -------------
 # Grounding shares CAIRN_GROUNDING_THRESHOLD (calibrated by calibrate_gate, else 0.65).

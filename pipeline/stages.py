@@ -96,7 +96,7 @@ def retrieve(state: QueryState) -> None:
 def rank(state: QueryState) -> None:
     """Reputation re-orders the pool (reputation/ranking.py); the best top_k become the candidates."""
     explore = settings.CAIRN_RANK_EXPLORE_FAST if state.mode == Answer.Mode.FAST else settings.CAIRN_RANK_EXPLORE
-    ranked = hits_rank(state.hits, explore=explore)[: state.top_k]
+    ranked = hits_rank(state.hits, explore=explore, question_vector=state.query_vector)[: state.top_k]
     state.hits = [r.hit for r in ranked]
     state.candidates = [
         candidate_from_hit(n, r.hit, rank_score=r.score, reputation=round(r.standing.short_mean, 4))
@@ -256,7 +256,10 @@ def record(state: QueryState) -> None:
             )
             for c in state.candidates
         )
-        credits_record(response_id=state.record.response_id, user=state.user, credited=credited(state))
+        credits_record(
+            response_id=state.record.response_id, user=state.user, credited=credited(state),
+            question_vector=state.query_vector,
+        )  # fmt: skip
         if settings.CAIRN_WRITEBACK and (writeback := propose(state)) is not None:
             transaction.on_commit(lambda: writeback_validate_enqueue(writeback.id))
 

@@ -30,11 +30,12 @@ class ReputationAdmin(admin.ModelAdmin):
     search_fields = ["chunk__text", "chunk__document__title"]
     readonly_fields = ["chunk", "alpha", "beta", "long_alpha", "long_beta", "fooled", "verified", "feedback_count",
                        "last_updated"]  # fmt: skip
+    exclude = ["questions"]  # 384 numbers: what ranking compares questions with, nothing to read or edit
     actions = ["reset"]
 
     def get_queryset(self, request):
         mean = lambda a, b: Cast(F(a), FloatField()) / (F(a) + F(b))  # noqa: E731
-        return super().get_queryset(request).annotate(
+        return super().get_queryset(request).defer("questions").annotate(
             short_mean=mean("alpha", "beta"), long_mean=mean("long_alpha", "long_beta"),
             trust=1 - F("fooled") / (F("verified") + 1),
         )  # fmt: skip

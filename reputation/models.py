@@ -4,8 +4,9 @@ the feedback that moved them (seed 004; the statistics are in reputation/scoring
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from pgvector.django import VectorField
 
-from corpus.models import Chunk, Document
+from corpus.models import EMBEDDING_DIM, Chunk, Document
 
 
 class Reputation(models.Model):
@@ -21,6 +22,11 @@ class Reputation(models.Model):
     verified = models.FloatField(default=0.0, help_text="Feedback that carried a verifier result.")
     feedback_count = models.PositiveIntegerField(default=0)
     last_updated = models.DateTimeField(default=timezone.now)
+    questions = VectorField(
+        dimensions=EMBEDDING_DIM, null=True, blank=True,
+        help_text="Sum of the embeddings of the questions the chunk was credited for: its direction is "
+        "theirs, so ranking can tell whether this question is like the ones its record came from.",
+    )  # fmt: skip
 
     class Meta:
         indexes = [models.Index(fields=["last_updated"])]

@@ -16,7 +16,10 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
+from pgvector.django import VectorField
 
 from config.exceptions import CairnError
 from config.postgres.prepared import fetch_prepared, instance_from_row, returning
@@ -26,9 +29,10 @@ from reputation.models import Credit, Feedback, Reputation
 from reputation.scoring import LONG_TERM_RATE, Signals, credit_shares, decisiveness, outcome_terms
 
 
-def credits_record(*, response_id, user, credited: list[tuple[int, float]]) -> Credit:
+def credits_record(*, response_id, user, credited: list[tuple[int, float]], question_vector=None) -> Credit:
     """Freeze each credited chunk's share of an answer from (chunk id, retrieval similarity)
-    pairs; make sure every credited chunk has its counter row (the prior)."""
+    pairs; make sure every credited chunk has its counter row (the prior), and add the question's
+    embedding to each one's `questions` (what ranking compares a later question with)."""
     shares = credit_shares([similarity for _, similarity in credited])
     credit = Credit.objects.create(
         response_id=response_id,
@@ -42,6 +46,11 @@ def credits_record(*, response_id, user, credited: list[tuple[int, float]]) -> C
         Reputation.objects.bulk_create(
             [Reputation(chunk_id=chunk_id) for chunk_id, _ in credited], ignore_conflicts=True
         )
+        if question_vector is not None:
+            question = Value(list(map(float, question_vector)), output_field=VectorField())
+            Reputation.objects.filter(chunk_id__in=[chunk_id for chunk_id, _ in credited]).update(
+                questions=Coalesce(F("questions") + question, question, output_field=VectorField())
+            )
     return credit
 
 
@@ -191,6 +200,7 @@ def reputation_reset(chunks: list[Chunk] | list[int], *, actor: AbstractBaseUser
                           "fooled": row.fooled, "verified": row.verified},
                   after={"alpha": 1.0, "beta": 1.0, "A": 1.0, "B": 1.0, "fooled": 0.0, "verified": 0.0})  # fmt: skip
         Reputation.objects.filter(chunk_id__in=[r.chunk_id for r in rows]).update(
-            alpha=1.0, beta=1.0, long_alpha=1.0, long_beta=1.0, fooled=0.0, verified=0.0, last_updated=timezone.now()
-        )
+            alpha=1.0, beta=1.0, long_alpha=1.0, long_beta=1.0, fooled=0.0, verified=0.0, questions=None,
+            last_updated=timezone.now(),
+        )  # fmt: skip
     return len(rows)

@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.db import connection, connections
 from django.utils import timezone
 
+from corpus.embedder import get_embedder
 from corpus.extract import ExtractedDocument
 from corpus.models import AuditEvent, Chunk, Collection
 from corpus.services import collection_get_or_create, documents_ingest
@@ -314,6 +315,29 @@ def test_a_chunk_with_a_good_history_overtakes_a_slightly_more_similar_one_with_
     assert evidence.get(first.chunk_id) is None or evidence[first.chunk_id].reputation < 0.5
     ranked = hits_rank([first, second], explore=False)
     assert ranked[0].hit.chunk_id == second.chunk_id
+
+
+def test_a_record_counts_for_questions_like_the_ones_it_came_from_and_not_for_unrelated_ones(charlie):
+    """Feedback earned on a rewording of the question re-orders its hits; the same record is
+    ignored for an unrelated question (no recurrence: reputation must not cost it what retrieval found)."""
+    question = "who got the first nobel prize in physics"
+    rewording, unrelated = "who was the first winner of the nobel prize for physics", "how do I reset my password"
+    q, r, u = get_embedder().embed([question, rewording, unrelated])
+    first, second = question_answer(user=charlie, question=question, mode="fast", top_k=5).hits[:2]
+    for signals, hit in (({"thumbs": 0}, first), ({"thumbs": 1}, second)):
+        for _ in range(3):
+            response_id = uuid.uuid4()
+            credits_record(response_id=response_id, user=charlie, credited=[(hit.chunk_id, hit.similarity)],
+                           question_vector=r)  # fmt: skip
+            feedback_submit(user=charlie, response_id=response_id, **signals)
+    assert standings([first.chunk_id], question_vector=q)[first.chunk_id].affinity > 0.9
+    assert abs(standings([first.chunk_id], question_vector=u)[first.chunk_id].affinity) < 0.3
+    assert [x.hit.chunk_id for x in hits_rank([first, second], explore=False, question_vector=q)][0] == second.chunk_id
+    assert [x.hit.chunk_id for x in hits_rank([first, second], explore=False, question_vector=u)][0] == first.chunk_id
+    after = question_answer(user=charlie, question=question, mode="fast", top_k=5)  # the pipeline passes its question
+    assert after.hits[0].chunk_id == second.chunk_id
+    reputation_reset([first.chunk_id], actor=None)
+    assert Reputation.objects.get(chunk_id=first.chunk_id).questions is None
 
 
 def test_reputation_never_makes_an_unreadable_chunk_readable(finance, charlie, alice):
