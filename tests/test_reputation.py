@@ -159,6 +159,7 @@ def test_feedback_api_checks_its_input_and_is_idempotent(chunks, charlie, alice)
         assert set(response.json()) & {"thumbs", "verifier", "behaviour"}
     ok = post(charlie, {"response_id": str(response_id), "thumbs": 1, "behaviour": "copied"})
     assert ok.status_code == 200 and ok.json()["outcome"] == pytest.approx(0.5 + (0.05 + 0.45 * 0.25) / 0.55)
+    assert ok.json()["chunks"] == len(chunks)  # counters moved, not characters of the jsonb text
     again = post(charlie, {"response_id": str(response_id), "thumbs": 1, "behaviour": "copied"})
     assert again.status_code == 200 and Feedback.objects.count() == 1
     assert counters(chunks[0])[0] == pytest.approx(

@@ -37,6 +37,13 @@ def returning(model: type[Model], table: str) -> str:
 
 
 def instance_from_row(model: type[Model], row: tuple):
-    """A model instance from a row laid out by `returning(model)`, as if the ORM had loaded it."""
-    names = [field.attname for field in model._meta.concrete_fields]
-    return model.from_db(connection.alias, names, row)
+    """A model instance from a row laid out by `returning(model)`, as if the ORM had loaded it:
+    each value through the converters the ORM applies (jsonb arrives as text, for one)."""
+    fields = model._meta.concrete_fields
+    values = []
+    for field, value in zip(fields, row, strict=True):
+        column = field.get_col(model._meta.db_table)
+        for convert in connection.ops.get_db_converters(column) + field.get_db_converters(connection):
+            value = convert(value, column, connection)
+        values.append(value)
+    return model.from_db(connection.alias, [field.attname for field in fields], values)
