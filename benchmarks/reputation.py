@@ -31,8 +31,8 @@ also chunks that did not decide it), with their similarities.
 Questions. Each question has an embedding, passed to hits_rank and credits_record as the pipeline
 passes its own: a question type has a random unit vector and every time it is asked it is
 reworded (cosine about 0.95 to the type, what MiniLM gives a reworded question); a question that
-never recurs (Gate C) is a fresh random unit vector (cosine to any other about 0 +- 0.1, MiniLM's
-unrelated questions: 99% below 0.27). A chunk's record counts by the question's affinity to the
+never recurs (Gate C) is a fresh random unit vector (cosine to any other about 0, sd 0.05;
+MiniLM's unrelated questions: 99% below 0.27). A chunk's record counts by the question's affinity to the
 questions it was credited for (reputation/ranking.py).
 
 Time. Simulated time is made real: step s happens at t0 + s·--step-seconds (3600: a question an
@@ -217,8 +217,8 @@ class Bench:
         liar: bool = True,
         minmax: bool = False,
     ) -> list[int]:
-        """Ask every (hits, correct, question vector) of `plan` in order through the reputation ranking, record the
-        credit and the feedback; 1 per step where the top chunk was the correct one. `minmax`: the
+        """Ask every (hits, correct, question vector) of `plan` in order through the reputation
+        ranking, record the credit and the feedback; 1 per step where the top chunk was the correct one. `minmax`: the
         what-if of the seed's min-max normalised retrieval score (hits_rank divides by the best,
         so scores pre-normalised to [0, 1] reach rank_score as the seed's sim)."""
         from django.test import override_settings
@@ -276,7 +276,7 @@ def user_feedback(sycophancy: float, coverage: float) -> Callable[[bool, random.
 
 
 def question_vectors(seed: int, n: int, *, paraphrases_of=None):
-    """`n` random unit question embeddings (unrelated questions: cosine about 0 +- 0.05 in 384
+    """`n` random unit question embeddings (unrelated questions: cosine about 0, sd 0.05 in 384
     dimensions), or, with `paraphrases_of`, rephrasings of those (cosine about 0.95 to their
     original, what MiniLM gives a reworded question). A generator of their own, so the hits and
     correct chunks of a seed's plan stay what they were without questions."""
