@@ -37,7 +37,7 @@ class EvidenceSerializer(serializers.ModelSerializer):
         fields = [
             "n", "origin", "chunk_id", "document_id", "title", "source", "text", "bucket", "trust", "relevance",
             "consistency", "agreement", "strips", "notes", "cited", "vector_distance", "text_rank", "fused_score",
-            "rank_score", "reputation",
+            "rank_score", "reputation", "reputation_weight",
         ]  # fmt: skip
 
 

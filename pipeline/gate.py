@@ -78,6 +78,7 @@ class Candidate:
     settled: bool = False  # confirmed or refuted by an external passage: re-verifying keeps that verdict
     rank_score: float | None = None  # reputation ranking (corpus candidates)
     reputation: float | None = None  # the chunk's decayed short-term mean C
+    reputation_weight: float | None = None  # how much of that record counted for this question
     notes: list[str] = field(default_factory=list)
 
     @property

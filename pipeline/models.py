@@ -68,6 +68,9 @@ class Evidence(models.Model):
     fused_score = models.FloatField(null=True, help_text="Reciprocal rank fusion score (corpus evidence).")
     rank_score = models.FloatField(null=True, help_text="Score after reputation ranking (corpus evidence).")
     reputation = models.FloatField(null=True, help_text="The chunk's short-term reputation mean C when asked.")
+    reputation_weight = models.FloatField(
+        null=True, help_text="How much of the chunk's record counted for this question (0 none, 1 in full)."
+    )
     relevance = models.FloatField(null=True)
     consistency = models.FloatField(null=True)
     agreement = models.FloatField(null=True)

@@ -41,7 +41,7 @@ from pipeline.search import SearchError, get_search_provider, keyword_query, tru
 from pipeline.selectors import critiques_similar
 from pipeline.tasks import writeback_validate_enqueue
 from pipeline.verifiers import get_entailment_model, get_relevance_model
-from reputation.ranking import hits_rank
+from reputation.ranking import hits_rank, transfer
 from reputation.services import credits_record
 
 
@@ -99,9 +99,12 @@ def rank(state: QueryState) -> None:
     ranked = hits_rank(state.hits, explore=explore, question_vector=state.query_vector)[: state.top_k]
     state.hits = [r.hit for r in ranked]
     state.candidates = [
-        candidate_from_hit(n, r.hit, rank_score=r.score, reputation=round(r.standing.short_mean, 4))
+        candidate_from_hit(
+            n, r.hit, rank_score=r.score, reputation=round(r.standing.short_mean, 4),
+            reputation_weight=round(transfer(r.standing.affinity), 4),
+        )
         for n, r in enumerate(ranked, start=1)
-    ]
+    ]  # fmt: skip
 
 
 def verify(state: QueryState) -> None:
@@ -245,6 +248,7 @@ def record(state: QueryState) -> None:
                 fused_score=c.hit.score if c.hit else None,
                 rank_score=c.rank_score,
                 reputation=c.reputation,
+                reputation_weight=c.reputation_weight,
                 relevance=c.relevance,
                 consistency=c.consistency,
                 agreement=c.agreement,

@@ -337,6 +337,7 @@ def test_a_record_counts_for_questions_like_the_ones_it_came_from_and_not_for_un
     assert [x.hit.chunk_id for x in hits_rank([first, second], explore=False, question_vector=u)][0] == first.chunk_id
     after = question_answer(user=charlie, question=question, mode="fast", top_k=5)  # the pipeline passes its question
     assert after.hits[0].chunk_id == second.chunk_id
+    assert after.record.evidence.get(chunk_id=second.chunk_id).reputation_weight == 1.0
     reputation_reset([first.chunk_id], actor=None)
     assert Reputation.objects.get(chunk_id=first.chunk_id).questions is None
 
