@@ -275,22 +275,30 @@ def user_feedback(sycophancy: float, coverage: float) -> Callable[[bool, random.
 # --- plans (the question streams, shared by every arm of a seed) --------------------------------
 
 
-def question_vectors(seed: int, n: int, *, paraphrases_of=None):
-    """`n` random unit question embeddings (unrelated questions: cosine about 0, sd 0.05 in 384
-    dimensions), or, with `paraphrases_of`, rephrasings of those (cosine about 0.95 to their
-    original, what MiniLM gives a reworded question). A generator of their own, so the hits and
-    correct chunks of a seed's plan stay what they were without questions."""
+def question_vectors(seed: int, n: int) -> list[list[float]]:
+    """`n` unrelated questions: random unit embeddings (cosine to each other about 0, sd 0.05 in
+    384 dimensions). Generators of their own (here and in `rewordings`), so the hits and correct
+    chunks of a seed's plan stay what they were without questions."""
     import numpy as np
 
     from corpus.models import EMBEDDING_DIM
 
-    rng = np.random.default_rng(seed + 104729)
-    base = rng.standard_normal((n, EMBEDDING_DIM)) if paraphrases_of is None else np.asarray(paraphrases_of)
-    if paraphrases_of is not None:
-        base = base / np.linalg.norm(base, axis=1, keepdims=True) + 0.33 * rng.standard_normal(base.shape) / np.sqrt(
-            EMBEDDING_DIM
-        )
-    return (base / np.linalg.norm(base, axis=1, keepdims=True)).tolist()
+    return _unit(np.random.default_rng(seed + 104729).standard_normal((n, EMBEDDING_DIM)))
+
+
+def rewordings(seed: int, questions: list[list[float]]) -> list[list[float]]:
+    """Each question reworded: cosine about 0.95 to it, what MiniLM gives a reworded question."""
+    import numpy as np
+
+    originals = np.asarray(questions)
+    noise = np.random.default_rng(seed + 104729).standard_normal(originals.shape) / np.sqrt(originals.shape[1])
+    return _unit(originals + 0.33 * noise)
+
+
+def _unit(vectors) -> list[list[float]]:
+    import numpy as np
+
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).tolist()
 
 
 def recurring_plan(bench: Bench, seed: int, *, types: int, pool: int, steps: int, p_first: float,
@@ -307,8 +315,8 @@ def recurring_plan(bench: Bench, seed: int, *, types: int, pool: int, steps: int
         plan.append((hits, moved[t] if shift is not None and step >= shift else correct))
         asked.append(t)
     types_asked = question_vectors(seed, types)
-    rewordings = question_vectors(seed + 1, steps, paraphrases_of=[types_asked[t] for t in asked])
-    return [(hits, correct, question) for (hits, correct), question in zip(plan, rewordings, strict=True)]
+    reworded = rewordings(seed + 1, [types_asked[t] for t in asked])
+    return [(hits, correct, question) for (hits, correct), question in zip(plan, reworded, strict=True)]
 
 
 def fresh_plan(bench: Bench, seed: int, *, pool: int, steps: int, p_first: float, shared: bool) -> list:

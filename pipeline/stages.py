@@ -41,7 +41,7 @@ from pipeline.search import SearchError, get_search_provider, keyword_query, tru
 from pipeline.selectors import critiques_similar
 from pipeline.tasks import writeback_validate_enqueue
 from pipeline.verifiers import get_entailment_model, get_relevance_model
-from reputation.ranking import hits_rank, transfer
+from reputation.ranking import hits_rank
 from reputation.services import credits_record
 
 
@@ -101,7 +101,7 @@ def rank(state: QueryState) -> None:
     state.candidates = [
         candidate_from_hit(
             n, r.hit, rank_score=r.score, reputation=round(r.standing.short_mean, 4),
-            reputation_weight=round(transfer(r.standing.affinity), 4),
+            reputation_weight=round(r.weight, 4),
         )
         for n, r in enumerate(ranked, start=1)
     ]  # fmt: skip
@@ -171,7 +171,7 @@ def refine(state: QueryState) -> None:
 def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
     return [
         EvidenceText(c.n, c.refined or c.text, c.title, c.origin,
-                     tuple((s.text, s.relevance) for s in c.strips if s.kept and s.relevance is not None))
+                     tuple((s.text, s.relevance) for s in c.strips if s.kept))
         for c in candidates
     ]  # fmt: skip
 

@@ -41,6 +41,7 @@ class Ranked:
     hit: Hit
     score: float
     standing: Standing
+    weight: float  # how much of the chunk's record counted for this question (transfer)
 
 
 def transfer(affinity: float | None) -> float:
@@ -51,10 +52,13 @@ def transfer(affinity: float | None) -> float:
     return min(1.0, max(0.0, (affinity - lo) / (hi - lo)))
 
 
-def rank_score(retrieval: float, similarity: float, standing: Standing, *, explore: bool, rng: random.Random) -> float:
+def rank_score(
+    retrieval: float, similarity: float, standing: Standing, *, weight: float, explore: bool, rng: random.Random
+) -> float:
+    """`weight`: the share of the record that counts (transfer); the rest stays at the prior."""
     w_sim, w_c, w_p, w_e = settings.CAIRN_RANK_WEIGHTS
-    g = transfer(standing.affinity)
-    short, long = 0.5 + g * (standing.short_mean - 0.5), 0.5 + g * (standing.long_mean - 0.5)
+    short = PRIOR.short_mean + weight * (standing.short_mean - PRIOR.short_mean)
+    long = PRIOR.long_mean + weight * (standing.long_mean - PRIOR.long_mean)
     score = w_sim * retrieval + w_c * short + w_p * long
     if explore and similarity >= settings.CAIRN_RANK_SIMILARITY_FLOOR:
         rarity = 1 / math.sqrt(1 + standing.feedback_count)
@@ -73,6 +77,7 @@ def hits_rank(
     ranked = []
     for hit in hits:
         standing = known.get(hit.chunk_id, PRIOR)
-        score = rank_score(hit.score / best, hit.similarity or 0.0, standing, explore=explore, rng=rng)
-        ranked.append(Ranked(hit, round(score, 6), standing))
+        weight = transfer(standing.affinity)
+        score = rank_score(hit.score / best, hit.similarity or 0.0, standing, weight=weight, explore=explore, rng=rng)
+        ranked.append(Ranked(hit, round(score, 6), standing, weight))
     return sorted(ranked, key=lambda r: -r.score)
