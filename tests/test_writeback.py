@@ -187,6 +187,24 @@ def test_a_citation_to_evidence_not_given_fails_attribution(handbook):
     assert checks["attribution"]["bad_citations"] == [7] and writeback.attribution == 0.5
 
 
+def test_a_quote_answering_another_question_is_rejected_and_fragments_are_not_judged_for_relevance(handbook):
+    lead, budget = chunks_of(*Document.objects.filter(collection=handbook).order_by("id"))
+    # Every word is in its evidence, but it is the budget, not who leads: judged with its question,
+    # the claim is not entailed. A sentence that stands alone also gets a relevance score.
+    quote = propose([budget], "The Aurora project has a budget of 4.2 million euros for the year 2026 [1].",
+                    question=LEAD_QUESTION)  # fmt: skip
+    writeback_validate(quote.id)
+    quote.refresh_from_db()
+    assert quote.status == WriteBack.Status.REJECTED and "grounding" in [c["check"] for c in quote.critique]
+    assert quote.relevance is not None
+    # A fragment's claim restates its question, so relevance cannot judge it; grounding does.
+    fragment = propose([lead], "Dr. Mira Okafor [1].", question=LEAD_QUESTION)
+    writeback_validate(fragment.id)
+    fragment.refresh_from_db()
+    assert fragment.relevance is None and "relevance" not in [c["check"] for c in fragment.critique]
+    assert fragment.grounding >= 0.9
+
+
 def test_an_answer_grounded_only_on_write_backs_is_refused(handbook, bob):
     (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
     earlier = published(
