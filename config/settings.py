@@ -124,6 +124,10 @@ _calibrated = read_calibration(CAIRN_CALIBRATION_FILE)
 CAIRN_GROUNDING_THRESHOLD = env_float(
     "CAIRN_GROUNDING_THRESHOLD", _calibrated.get("grounding_threshold", 0.65), minimum=0.0, maximum=1.0
 )
+# A passage's relevance: the evaluator stacked with the embedder's cosine similarity, weights fitted
+# by calibrate_gate (pipeline/calibration.py); without them, the evaluator's score alone. The CRAG
+# thresholds below are on that scale; strips (sentences) are scored by the evaluator alone.
+CAIRN_RELEVANCE_STACK = _calibrated.get("relevance_stack")
 CAIRN_RELEVANCE_UPPER = env_float(
     "CAIRN_RELEVANCE_UPPER", _calibrated.get("relevance_upper", 0.7), minimum=0.0, maximum=1.0
 )
@@ -188,8 +192,12 @@ if not CAIRN_RANK_AFFINITY[0] < CAIRN_RANK_AFFINITY[1]:
 CAIRN_WRITEBACK = env_bool("CAIRN_WRITEBACK", True)  # propose answers as corpus additions at all
 CAIRN_ATTRIBUTION_THRESHOLD = env_float("CAIRN_ATTRIBUTION_THRESHOLD", 1.0, minimum=0.0, maximum=1.0)
 CAIRN_NOVELTY_THRESHOLD = env_float("CAIRN_NOVELTY_THRESHOLD", 0.10, minimum=0.0, maximum=1.0)
+# The evaluator alone on (question, answer sentence): an answer has no retrieval similarity to stack.
 CAIRN_ANSWER_RELEVANCE_THRESHOLD = env_float(
-    "CAIRN_ANSWER_RELEVANCE_THRESHOLD", CAIRN_RELEVANCE_UPPER, minimum=0.0, maximum=1.0
+    "CAIRN_ANSWER_RELEVANCE_THRESHOLD",
+    _calibrated.get("answer_relevance_threshold", CAIRN_RELEVANCE_UPPER),
+    minimum=0.0,
+    maximum=1.0,
 )
 CAIRN_WRITEBACK_ALPHA_MAX = env_float("CAIRN_WRITEBACK_ALPHA_MAX", 0.2, minimum=0.0, maximum=1.0)
 # Policy: publish without review what clears these stricter bars (off: curators review everything).

@@ -3,13 +3,19 @@
 Every piece of evidence, a retrieved chunk or an external passage, becomes a `Candidate` and gets
 a trust score before anything is generated from it:
 
-    V = relevance * (w_rel + w_cons * consistency + w_agree * agreement)     (CAIRN_TRUST_WEIGHTS)
+    V = grade * (w_rel + w_cons * consistency + w_agree * agreement)     (CAIRN_TRUST_WEIGHTS)
 
 a weighted mix of the seed's three signals, scaled by relevance: tidy, undisputed text that does
-not address the question earns nothing, and a relevant chunk loses trust for each defect.
+not address the question earns nothing, and a relevant chunk loses trust for each defect. The
+grade is relevance placed between the calibrated thresholds, 0 at the lower and 1 at the upper:
+a probability means different things from different models, the thresholds say what it means
+for this one, and so a chunk the CRAG action counts as CORRECT is VERIFIED unless its tidiness
+or the other chunks pull it down.
 
-- relevance: the relevance evaluator on (question, text), scored at query time in one batched
-  call, then the strips (sentences) of the candidates that clear the lower threshold in another;
+- relevance: the relevance evaluator on (question, text) stacked with the embedder's cosine
+  similarity (pipeline/calibration.py; the retrieval computed it already for corpus chunks, other
+  texts are embedded here), scored at query time in one batched call, then the strips (sentences)
+  of the candidates that clear the lower threshold in another (strips: the evaluator alone);
 - consistency: corpus/consistency.py, scored once at ingestion (external passages: on arrival);
 - agreement: 1 - (share of the candidates it was compared with that contradict it). Only pairs
   that could disagree are compared (both relevant, sharing at least two content words), so a
@@ -21,8 +27,9 @@ not address the question earns nothing, and a relevant chunk loses trust for eac
 
 Buckets: VERIFIED >= CAIRN_VERIFIED_THRESHOLD (0.75), UNCERTAIN >= CAIRN_UNCERTAIN_THRESHOLD
 (0.40), REJECTED below, and relevance below CAIRN_RELEVANCE_LOWER is REJECTED outright. With the
-default weights (0.55, 0.15, 0.30) a fully relevant chunk contradicted by every one it meets scores
-0.70 (UNCERTAIN: it goes to external confirmation) and one with every consistency defect 0.85.
+default weights (0.55, 0.15, 0.30) a fully relevant chunk (at or above the upper threshold)
+contradicted by every one it meets scores 0.70 (UNCERTAIN: it goes to external confirmation) and
+one with every consistency defect 0.85.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from django.conf import settings
 
 from corpus.chunking import split_sentences
 from corpus.selectors import Hit
+from pipeline.calibration import relevance_stacked
 from pipeline.extractive import content_terms
 
 
@@ -70,6 +78,7 @@ class Candidate:
     origin: str = "corpus"  # or "external": never enters the corpus or the counters by this path
     hit: Hit | None = None
     strips: list[Strip] = field(default_factory=list)
+    similarity: float | None = None  # cosine similarity to the question (the retrieval's, or the gate's)
     relevance: float | None = None  # None until scored
     agreement: float = 1.0
     contradicted_by: list[int] = field(default_factory=list)
@@ -94,7 +103,7 @@ class Candidate:
 def candidate_from_hit(n: int, hit: Hit, **extra) -> Candidate:
     return Candidate(
         n=n, text=hit.text, title=hit.title, source=hit.source, consistency=hit.consistency, hit=hit,
-        strips=[Strip(text) for text in strips_of(hit.text)], **extra,
+        strips=[Strip(text) for text in strips_of(hit.text)], similarity=hit.similarity, **extra,
     )  # fmt: skip
 
 
@@ -115,9 +124,18 @@ def strips_of(text: str, *, min_words: int = 6) -> list[str]:
     return strips
 
 
+def relevance_grade(relevance: float) -> float:
+    """Relevance between the calibrated thresholds: 0 at or below the lower, 1 at or above the upper."""
+    lower, upper = settings.CAIRN_RELEVANCE_LOWER, settings.CAIRN_RELEVANCE_UPPER
+    if relevance >= upper:
+        return 1.0
+    return max(0.0, (relevance - lower) / (upper - lower)) if upper > lower else 0.0
+
+
 def trust_score(relevance: float, consistency: float, agreement: float) -> float:
     w_rel, w_cons, w_agree = settings.CAIRN_TRUST_WEIGHTS
-    return round(relevance * (w_rel + w_cons * consistency + w_agree * agreement) / (w_rel + w_cons + w_agree), 4)
+    mix = (w_rel + w_cons * consistency + w_agree * agreement) / (w_rel + w_cons + w_agree)
+    return round(relevance_grade(relevance) * mix, 4)
 
 
 def bucket_for(trust: float, relevance: float) -> Bucket:
@@ -167,17 +185,45 @@ class Gate:
     """Scores candidates with the verifier models, caching what it has scored, so adding external
     candidates later costs only their own relevance calls and their new pairs."""
 
-    def __init__(self, question: str, relevance_model, nli_model) -> None:
+    def __init__(self, question: str, relevance_model, nli_model, *, query_vector=None) -> None:
         self.question = question
         self.relevance_model = relevance_model
         self.nli_model = nli_model
+        self.query_vector = query_vector  # embedded on first need when not given
         self._contradiction: dict[tuple[str, str], float] = {}
+
+    def relevance(self, texts: list[str], similarities: list[float | None], titles: list[str]) -> list[float]:
+        """Relevance of each text to the question: the evaluator's score stacked with the text's
+        cosine similarity to the question (CAIRN_RELEVANCE_STACK). Texts the retrieval did not find
+        (external passages, inferred statements) are embedded here, under their titles as chunks are."""
+        scores = self.relevance_model.score(self.question, texts).tolist()
+        stack = settings.CAIRN_RELEVANCE_STACK
+        if not stack or not texts:
+            return scores
+        similarities = list(similarities)
+        missing = [i for i, s in enumerate(similarities) if s is None]
+        if missing:
+            import numpy as np
+
+            from corpus.embedder import get_embedder
+            from corpus.services import embedding_input
+
+            embedder = get_embedder()
+            if self.query_vector is None:
+                self.query_vector = embedder.embed([self.question])[0]
+            vectors = embedder.embed([embedding_input(titles[i], texts[i]) for i in missing])
+            query = np.asarray(self.query_vector, dtype=np.float64)
+            cosines = vectors @ query / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query))
+            for i, cosine in zip(missing, cosines.tolist(), strict=True):
+                similarities[i] = cosine
+        return [relevance_stacked(score, similarity, stack) for score, similarity in zip(scores, similarities)]
 
     def score_relevance(self, candidates: list[Candidate]) -> None:
         """Relevance of each new candidate, then of the strips of those that clear the lower
         threshold (the others are rejected whatever their sentences say): two batched calls."""
         todo = [c for c in candidates if c.relevance is None]
-        for candidate, score in zip(todo, self.relevance_model.score(self.question, [c.text for c in todo]).tolist()):
+        scores = self.relevance([c.text for c in todo], [c.similarity for c in todo], [c.title for c in todo])
+        for candidate, score in zip(todo, scores, strict=True):
             candidate.relevance = round(score, 4)
         relevant = [c for c in todo if c.relevance >= settings.CAIRN_RELEVANCE_LOWER]
         strips = [s for c in relevant for s in c.strips]

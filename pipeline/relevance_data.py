@@ -5,7 +5,9 @@ are hard ones, found the way Cairn finds evidence: the passages are ingested int
 collection and every question runs through the hybrid retrieval (`chunk_search`); the best
 ranked passages that are not the gold one and do not contain an answer become negatives, and
 their sentence closest to the question becomes a negative strip. The ingest happens inside a
-transaction that is rolled back, so the corpus is never touched.
+transaction that is rolled back, so the corpus is never touched. Passage pairs keep the cosine
+similarity the retrieval computed between question and passage, so that calibrate_gate can stack
+the evaluator with it the way the gate does at query time.
 """
 
 from __future__ import annotations
@@ -34,6 +36,16 @@ class RelevancePair:
     text: str
     label: int  # 1 relevant, 0 not
     kind: str  # "passage" or "strip"
+    similarity: float | None = None  # the retrieval's cosine similarity (passages); strips have none
+
+
+@dataclass(frozen=True)
+class Mined:
+    """What the retrieval found for one example: its gold passage's similarity to the question, and
+    the hard negatives with theirs."""
+
+    similarity: float | None
+    negatives: list[tuple[str, float]]
 
 
 def nq_examples(rows: Sequence[dict]) -> list[RelevanceExample]:
@@ -74,18 +86,19 @@ def closest_sentence(question: str, passage: str) -> str | None:
 
 
 def relevance_pairs(
-    examples: Sequence[RelevanceExample], negatives: dict[int, list[str]], *, strips: bool = True
+    examples: Sequence[RelevanceExample], mined: dict[int, Mined], *, strips: bool = True
 ) -> list[RelevancePair]:
-    """Positive and hard-negative pairs for each example; `negatives[i]` are example i's mined passages."""
+    """Positive and hard-negative pairs for each example; `mined[i]` is what example i's search found."""
     pairs = []
     for index, example in enumerate(examples):
-        pairs.append(RelevancePair(example.question, example.passage, 1, "passage"))
-        hard = negatives.get(index, [])
-        pairs += [RelevancePair(example.question, passage, 0, "passage") for passage in hard]
+        found = mined.get(index, Mined(similarity=None, negatives=[]))
+        pairs.append(RelevancePair(example.question, example.passage, 1, "passage", found.similarity))
+        pairs += [RelevancePair(example.question, text, 0, "passage", sim) for text, sim in found.negatives]
         if strips:
             strip = answer_strip(example)
             if strip:
                 pairs.append(RelevancePair(example.question, strip, 1, "strip"))
+            hard = [text for text, _ in found.negatives]
             if hard and (negative := closest_sentence(example.question, hard[0])):
                 pairs.append(RelevancePair(example.question, negative, 0, "strip"))
     return pairs
@@ -106,18 +119,21 @@ def score_pairs(model, pairs: Sequence[RelevancePair]):
 
 def mine_hard_negatives(
     examples: Sequence[RelevanceExample], *, per_question: int = 2, depth: int = 10, progress=None
-) -> dict[int, list[str]]:
+) -> dict[int, Mined]:
     """For each example, the top `per_question` passages Cairn's hybrid retrieval ranks for its
-    question among every example's passage that are neither its gold passage nor mention an answer.
+    question among every example's passage that are neither its gold passage nor mention an answer,
+    with their similarity to the question, and the similarity of the gold passage itself (its best
+    chunk's, as the retrieval computes it).
 
     Needs the database and the embedder; leaves no trace (the ingest is rolled back).
     """
+    import numpy as np
     from django.contrib.auth.models import User
     from django.db import transaction
 
     from corpus.embedder import get_embedder
     from corpus.extract import ExtractedDocument
-    from corpus.models import Collection
+    from corpus.models import Chunk, Collection
     from corpus.selectors import chunk_search
     from corpus.services import documents_ingest
 
@@ -126,7 +142,7 @@ def mine_hard_negatives(
         passages.setdefault(example.passage, example.title)
     embedder = get_embedder()
     reader = User(username="relevance-miner", is_superuser=True)  # unsaved: reads every collection, owns nothing
-    mined: dict[int, list[str]] = {}
+    mined: dict[int, Mined] = {}
     with transaction.atomic():
         collection = Collection.objects.create(slug=f"relevance-mining-{uuid.uuid4().hex[:12]}", name="mining")
         ingested = [0]
@@ -144,20 +160,28 @@ def mine_hard_negatives(
             ],
             on_progress=ingest_progress,
         )
+        # Each passage's chunk vectors, to read its similarity to each question as the retrieval would.
+        source_of = {text: f"p{i}" for i, text in enumerate(passages)}
+        chunk_vectors: dict[str, list] = {}
+        for source, vector in Chunk.objects.filter(document__collection=collection).values_list(
+            "document__source", "embedding"
+        ):
+            chunk_vectors.setdefault(source, []).append(vector)
         vectors = embedder.embed([e.question for e in examples])
         for index, (example, vector) in enumerate(zip(examples, vectors)):
             hits = chunk_search(
                 user=reader, query_vector=vector, text=example.question, limit=depth, collection_ids=[collection.id]
             )
-            found = []
+            found: dict[str, float] = {}
             for hit in hits:
                 if hit.text in example.passage or example.passage in hit.text or _mentions(hit.text, example.answers):
                     continue
-                if hit.text not in found:
-                    found.append(hit.text)
+                found.setdefault(hit.text, hit.similarity)
                 if len(found) == per_question:
                     break
-            mined[index] = found
+            own = np.asarray(chunk_vectors[source_of[example.passage]], dtype=np.float64)
+            cosine = own @ vector / (np.linalg.norm(own, axis=1) * np.linalg.norm(vector))
+            mined[index] = Mined(similarity=round(float(cosine.max()), 6), negatives=list(found.items()))
             if progress:
                 progress("search", index + 1, len(examples))
         transaction.set_rollback(True)
@@ -183,7 +207,7 @@ def tqdm_progress():
     return progress
 
 
-MINING_VERSION = 1  # bump when mining changes, so cached sets are not reused
+MINING_VERSION = 3  # bump when mining changes, so cached sets are not reused (2 was an unshipped trial's)
 
 
 def shared_relevance_sets(

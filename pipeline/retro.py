@@ -4,7 +4,7 @@ Answer twice (temperature 0 and 1) and measure how much the two agree (NLI entai
 ways, averaged). While they disagree (below CAIRN_DEEP_AGREEMENT) and iterations remain
 (CAIRN_DEEP_MAX_ITERATIONS):
 1. infer: ask the LLM for statements that follow from the verified evidence, each citing its
-   sources; keep only those that pass the question-relevance gate (relevance evaluator >=
+   sources; keep only those that pass the question-relevance gate (the gate's relevance >=
    CAIRN_RELEVANCE_LOWER) and the reference-attribution gate (their cited sources entail them:
    NLI >= CAIRN_GROUNDING_THRESHOLD). They join the evidence as "inferred";
 2. follow up: ask for one search query for what is still missing, retrieve with it, verify the
@@ -67,7 +67,7 @@ def _infer(state, generator: OllamaGenerator) -> list[Candidate]:
     statements = [(s, cited) for s, cited in statements if cited]
     if not statements:
         return []
-    relevance = state.gate.relevance_model.score(state.question, [s for s, _ in statements])
+    relevance = state.gate.relevance([s for s, _ in statements], [None] * len(statements), [""] * len(statements))
     entailment = state.gate.nli_model.predict([(" ".join(by_n[n].text for n in cited), s) for s, cited in statements])[
         :, 0
     ]
@@ -110,7 +110,9 @@ def _follow_up(state, generator: OllamaGenerator) -> None:
     next_n = max(c.n for c in state.candidates) + 1
     for hit in hits:
         if hit.chunk_id not in known:
-            state.candidates.append(candidate_from_hit(next_n, hit))
+            candidate = candidate_from_hit(next_n, hit)
+            candidate.similarity = None  # the hit's is to the follow-up query; the gate measures the question's
+            state.candidates.append(candidate)
             next_n += 1
     state.gate.verify([c for c in state.candidates if c.origin != "inferred"])
     refine(state.candidates)

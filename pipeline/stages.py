@@ -108,7 +108,7 @@ def rank(state: QueryState) -> None:
 
 
 def verify(state: QueryState) -> None:
-    state.gate = Gate(state.question, get_relevance_model(), get_entailment_model())
+    state.gate = Gate(state.question, get_relevance_model(), get_entailment_model(), query_vector=state.query_vector)
     state.gate.verify(state.candidates)
     state.action = action_for([c.relevance for c in state.candidates])
 

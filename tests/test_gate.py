@@ -4,6 +4,7 @@ cases built from a real NQ passage (demo corpus)."""
 import pytest
 from django.test import override_settings
 
+from pipeline.calibration import relevance_stacked
 from pipeline.gate import (
     Action,
     Bucket,
@@ -15,6 +16,7 @@ from pipeline.gate import (
     bucket_for,
     could_disagree,
     refine,
+    relevance_grade,
     strips_of,
     trust_score,
 )
@@ -49,11 +51,15 @@ def test_strips_are_sentences_with_fragments_joined():
     ]
 
 
+@override_settings(CAIRN_RELEVANCE_UPPER=0.9, CAIRN_RELEVANCE_LOWER=0.1)
 def test_trust_buckets_follow_the_documented_weights():
-    assert trust_score(0.98, 1.0, 1.0) == 0.98 and trust_score(1.0, 1.0, 0.0) == 0.7
-    assert bucket_for(trust_score(0.98, 1.0, 1.0), 0.98) is Bucket.VERIFIED
-    assert bucket_for(trust_score(0.98, 1.0, 0.0), 0.98) is Bucket.UNCERTAIN  # the outlier loses
-    assert bucket_for(trust_score(0.98, 0.0, 1.0), 0.98) is Bucket.VERIFIED  # defects alone do not reject
+    # Relevance counts as its grade between the thresholds: at or above the upper one, in full.
+    assert relevance_grade(0.95) == 1.0 and relevance_grade(0.5) == pytest.approx(0.5) and relevance_grade(0.05) == 0
+    assert trust_score(0.95, 1.0, 1.0) == 1.0 and trust_score(0.95, 1.0, 0.0) == 0.7
+    assert trust_score(0.5, 1.0, 1.0) == 0.5
+    assert bucket_for(trust_score(0.95, 1.0, 1.0), 0.95) is Bucket.VERIFIED
+    assert bucket_for(trust_score(0.95, 1.0, 0.0), 0.95) is Bucket.UNCERTAIN  # the outlier loses
+    assert bucket_for(trust_score(0.95, 0.0, 1.0), 0.95) is Bucket.VERIFIED  # defects alone do not reject
     assert bucket_for(trust_score(0.35, 1.0, 1.0), 0.35) is Bucket.REJECTED  # tidy but barely relevant
     with override_settings(CAIRN_RELEVANCE_LOWER=0.3):
         assert bucket_for(0.9, 0.29) is Bucket.REJECTED
@@ -81,6 +87,22 @@ def test_the_gate_buckets_relevant_contradicting_and_irrelevant_chunks():
     assert buckets[3] is not Bucket.VERIFIED and candidates[2].contradicted_by  # the outlier
     assert buckets[4] is Bucket.REJECTED
     assert candidates[3].relevance < candidates[0].relevance
+
+
+def test_relevance_stacks_the_evaluator_with_the_similarity_the_retrieval_measured():
+    """A corpus chunk brings the retrieval's cosine similarity; any other text is embedded by the gate.
+    The same text scores lower when told it is far from the question, and with no stack the
+    evaluator's score stands alone."""
+    stack = {"evaluator": 0.2, "similarity": 9.0, "bias": -4.0}
+    g = gate()
+    evaluator = float(g.relevance_model.score(QUESTION, [AGREEING])[0])
+    with override_settings(CAIRN_RELEVANCE_STACK=stack):
+        embedded, told_far = g.relevance([AGREEING, AGREEING], [None, 0.0], ["", ""])
+        assert g.query_vector is not None
+        assert embedded > 0.5 > told_far
+        assert told_far == pytest.approx(relevance_stacked(evaluator, 0.0, stack), abs=1e-3)
+    with override_settings(CAIRN_RELEVANCE_STACK=None):
+        assert g.relevance([AGREEING], [0.0], [""])[0] == pytest.approx(evaluator)
 
 
 def test_refinement_drops_the_irrelevant_sentence():

@@ -4,6 +4,7 @@ import pytest
 
 from corpus.models import Collection, Document
 from pipeline.relevance_data import (
+    Mined,
     RelevanceExample,
     answer_strip,
     closest_sentence,
@@ -40,8 +41,9 @@ def test_answer_strip_and_closest_sentence():
 
 
 def test_pairs_hold_positives_hard_negatives_and_strips():
-    pairs = relevance_pairs(EXAMPLES[:1], {0: [EXAMPLES[1].passage]})
+    pairs = relevance_pairs(EXAMPLES[:1], {0: Mined(similarity=0.8, negatives=[(EXAMPLES[1].passage, 0.6)])})
     assert [(p.label, p.kind) for p in pairs] == [(1, "passage"), (0, "passage"), (1, "strip"), (0, "strip")]
+    assert [p.similarity for p in pairs] == [0.8, 0.6, None, None]
     assert pairs[2].text == "It opened to the public in 1889 for the World's Fair."
 
 
@@ -50,9 +52,14 @@ def test_mining_uses_hybrid_retrieval_skips_gold_and_answer_bearing_passages_and
     before = (Collection.objects.count(), Document.objects.count())
     mined = mine_hard_negatives(EXAMPLES, per_question=2)
     assert (Collection.objects.count(), Document.objects.count()) == before
+    negatives = {index: [text for text, _ in found.negatives] for index, found in mined.items()}
     # The two Eiffel questions find each other's passage first; never their own.
-    assert mined[0][0] == EXAMPLES[1].passage
-    assert mined[1][0] == EXAMPLES[0].passage
+    assert negatives[0][0] == EXAMPLES[1].passage
+    assert negatives[1][0] == EXAMPLES[0].passage
     for index, example in enumerate(EXAMPLES):
-        assert example.passage not in mined[index]
-        assert all(answer.lower() not in negative.lower() for negative in mined[index] for answer in example.answers)
+        assert example.passage not in negatives[index]
+        assert all(
+            answer.lower() not in negative.lower() for negative in negatives[index] for answer in example.answers
+        )
+        # Similarities are the retrieval's: the gold passage is closer to its question than its negatives.
+        assert all(mined[index].similarity > similarity for _, similarity in mined[index].negatives)

@@ -1,4 +1,4 @@
-"""python manage.py calibrate_gate [--far 0.05] [--frr 0.05]"""
+"""python manage.py calibrate_gate [--far 0.05] [--frr 0.05] [--search-budget 0.10]"""
 
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,8 +10,11 @@ from django.core.management.base import BaseCommand, CommandError
 from corpus.audit import audit
 from pipeline.calibration import (
     read_calibration,
+    relevance_stack_fit,
+    relevance_stacked,
     threshold_for_false_acceptance,
     threshold_for_false_rejection,
+    upper_threshold,
     write_calibration,
 )
 from pipeline.nli_data import DEFAULT_DATA, calibration_split, claim_from, shared_splits
@@ -32,12 +35,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--frr", type=float, default=0.05, help="Share of relevant passages the lower relevance threshold may drop."
         )
+        parser.add_argument(
+            "--search-budget", type=float, default=0.10,
+            help="Share of answerable questions (gold passage retrieved) that may go to external search (default 0.10).",
+        )  # fmt: skip
         parser.add_argument("--output", type=Path, default=settings.CAIRN_CALIBRATION_FILE)
 
-    def handle(self, *args, data, far, frr, output, **options):
+    def handle(self, *args, data, far, frr, search_budget, output, **options):
         if not (data / "halueval_qa").is_dir():
             raise CommandError(f"{data}: no halueval_qa/ folder here; pass --data with the shared data folder")
-        for name, value in (("--far", far), ("--frr", frr)):
+        for name, value in (("--far", far), ("--frr", frr), ("--search-budget", search_budget)):
             if not 0 <= value < 1:
                 raise CommandError(f"{name} must be in [0, 1), got {value}")
         splits = shared_splits(data)
@@ -49,28 +56,50 @@ class Command(BaseCommand):
         wrong = nli.predict([(r["knowledge"], claim_from(r["question"], r["hallucinated_answer"])) for r in rows])[:, 0]
         grounding = threshold_for_false_acceptance(wrong, far)
 
-        # Relevance: the upper threshold admits at most `far` of hard negatives, the lower one
-        # drops at most `frr` of relevant passages and strips.
+        # Relevance: the stack of evaluator and similarity is fitted on the passages (what the gate
+        # grades); the upper threshold keeps to `far` or, where the two conflict, to the search
+        # budget (calibration.upper_threshold), and the hard negatives it admits are recorded; the
+        # lower one drops at most `frr` of relevant passages. Answers are judged by the evaluator
+        # alone, on passages and strips (an answer is a sentence or a few).
         self.stdout.write("Mining hard negatives with Cairn's hybrid retrieval (a rolled-back ingest)...")
         pairs = shared_relevance_sets(splits, progress=tqdm_progress())["calibration"]
         scores = score_pairs(get_relevance_model(), pairs)
         labels = np.array([p.label for p in pairs])
-        upper = threshold_for_false_acceptance(scores[labels == 0], far)
-        lower = min(threshold_for_false_rejection(scores[labels == 1], frr), upper)
+        passages = np.array([p.kind == "passage" for p in pairs])
+        similarity = np.array([p.similarity if p.kind == "passage" else np.nan for p in pairs])
+        stack = relevance_stack_fit(scores[passages], similarity[passages], labels[passages])
+        stacked = np.array(
+            [relevance_stacked(float(e), float(s), stack) for e, s in zip(scores[passages], similarity[passages])]
+        )
+        passage_labels = labels[passages]
+        best: dict[str, float] = {}  # each question's best passage: the CRAG action rests on it
+        for pair, score in zip([p for p in pairs if p.kind == "passage"], stacked, strict=True):
+            best[pair.question] = max(best.get(pair.question, 0.0), float(score))
+        upper = upper_threshold(stacked[passage_labels == 0], list(best.values()), far=far, search_budget=search_budget)
+        lower = min(threshold_for_false_rejection(stacked[passage_labels == 1], frr), upper)
+        answer_relevance = threshold_for_false_acceptance(scores[labels == 0], far)
 
         values = {
             "grounding_threshold": grounding,
+            "relevance_stack": stack,
             "relevance_upper": upper,
             "relevance_lower": lower,
+            "answer_relevance_threshold": answer_relevance,
             "target_false_acceptance": far,
             "target_false_rejection": frr,
+            "target_search_budget": search_budget,
             "on_calibration_data": {
                 "halueval_rows": len(rows),
                 "hallucinated_accepted": float(np.mean(wrong > grounding)),
                 "right_accepted": float(np.mean(right > grounding)),
                 "relevance_pairs": len(pairs),
-                "negatives_above_upper": float(np.mean(scores[labels == 0] > upper)),
-                "positives_at_or_below_lower": float(np.mean(scores[labels == 1] <= lower)),
+                "relevance_passages": int(passages.sum()),
+                "negatives_above_upper": float(np.mean(stacked[passage_labels == 0] > upper)),
+                "positives_above_upper": float(np.mean(stacked[passage_labels == 1] > upper)),
+                "positives_at_or_below_lower": float(np.mean(stacked[passage_labels == 1] <= lower)),
+                "questions": len(best),
+                "questions_below_upper": float(np.mean(np.array(list(best.values())) < upper)),
+                "negatives_above_answer_relevance": float(np.mean(scores[labels == 0] > answer_relevance)),
             },
             "nli_model": _shown(settings.CAIRN_NLI_MODEL),
             "relevance_model": _shown(settings.CAIRN_RELEVANCE_MODEL),
@@ -78,12 +107,19 @@ class Command(BaseCommand):
         }
         before = read_calibration(output)
         write_calibration(output, values)
-        keys = ("grounding_threshold", "relevance_upper", "relevance_lower")
+        keys = (
+            "grounding_threshold",
+            "relevance_stack",
+            "relevance_upper",
+            "relevance_lower",
+            "answer_relevance_threshold",
+        )
         audit("thresholds.calibrate", ("calibration", _shown(output)), summary="calibrate_gate wrote new thresholds",
               before={k: before.get(k) for k in keys}, after={k: values[k] for k in keys})  # fmt: skip
         self.stdout.write(
             f"grounding > {grounding:.3f} (right accepted {values['on_calibration_data']['right_accepted']:.1%}), "
-            f"relevance upper {upper:.3f} / lower {lower:.3f}; wrote {output}"
+            f"relevance upper {upper:.3f} / lower {lower:.3f} (stack {stack}), answer relevance > "
+            f"{answer_relevance:.3f}; wrote {output}"
         )
 
 
