@@ -15,7 +15,9 @@ mode `fast`, top_k 8:
 - external search calls per 100 queries when the gold passage is present, against a loopback
   SearxNG-format server (what a deployment with a search provider would pay);
 - a sweep of the upper relevance threshold: how often the action would be CORRECT with the gold
-  passage present and with it removed.
+  passage present and with it removed;
+- with it removed, how often an answer still comes back, and how often that answer lacks every
+  gold answer string (the cost of a gate that trusts too easily).
 Writes benchmarks/results/forward_path.json and forward_path.png.
 """
 
@@ -68,6 +70,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=200, help="Report-part questions to ask (of 223).")
     args = parser.parse_args()
     django_setup()
+    from django.conf import settings
     from django.db import transaction
     from django.test import override_settings
     from tqdm import tqdm
@@ -85,7 +88,7 @@ def main() -> None:
     ask(questions[0])  # load the models before timing
     searx_url, searx_calls = searx_stub()
     present = {"correct_answer": 0, "gold_retrieved": 0, "action_correct_given_gold": 0, "actions": Counter()}
-    removed = {"actions": Counter()}
+    removed = {"actions": Counter(), "answered": 0, "answered_wrong": 0}
     # Per question, each candidate's (relevance, does its text hold a gold answer string): the action
     # rests on the highest relevance; a CORRECT is false when no chunk that cleared the threshold
     # holds the answer (with the gold passage removed, another passage often does).
@@ -109,6 +112,11 @@ def main() -> None:
                 Document.objects.filter(id=gold[index]).update(status=Document.Status.RETRACTED)
                 state = ask(index)
                 removed["actions"][state.action] += 1
+                # What a user gets when the corpus lost the passage: an answer or "not found".
+                removed["answered"] += state.generation.found
+                removed["answered_wrong"] += state.generation.found and not has_gold(
+                    state.generation.text, rows[index]["answers"]
+                )
                 scored["removed"].append(candidate_scores(state, rows[index]["answers"]))
                 transaction.set_rollback(True)
 
@@ -124,11 +132,14 @@ def main() -> None:
         "action_correct_when_gold_retrieved": present["action_correct_given_gold"] / max(1, present["gold_retrieved"]),
         "actions_gold_present": dict(present["actions"]),
         "action_incorrect_when_gold_removed": removed["actions"]["INCORRECT"] / n,
+        "answered_when_gold_removed": removed["answered"] / n,
+        "answered_without_gold_string_when_gold_removed": removed["answered_wrong"] / n,
         "actions_gold_removed": dict(removed["actions"]),
         "external_calls_per_100_gold_present": 100 * calls_present / n,
+        "relevance_upper": settings.CAIRN_RELEVANCE_UPPER,
         # Were CAIRN_RELEVANCE_UPPER t: share of questions CORRECT with the gold passage present and
         # with it removed, and the false CORRECTs among them (no chunk at or above t holds a gold
-        # answer string). The calibrated t is per pair (5% of hard negatives pass).
+        # answer string). The calibrated t is among them.
         "upper_threshold_sweep": [
             {
                 "upper": t,
@@ -137,7 +148,7 @@ def main() -> None:
                 "false_correct_gold_present": sum(correct(c, t) and not answered(c, t) for c in scored["present"]) / n,
                 "false_correct_gold_removed": sum(correct(c, t) and not answered(c, t) for c in scored["removed"]) / n,
             }
-            for t in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+            for t in sorted({0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, round(settings.CAIRN_RELEVANCE_UPPER, 3)})
         ],  # fmt: skip
         "latency_ms": {
             "total_p50": percentile(timings["total"], 50),
@@ -184,6 +195,7 @@ def plot(result: dict, stages: list[str]) -> None:
     for key, label in (("false_correct_gold_present", "false CORRECT, gold present"),
                        ("false_correct_gold_removed", "false CORRECT, gold removed")):  # fmt: skip
         sweep.plot([r["upper"] for r in rows], [r[key] for r in rows], linestyle="--", marker=".", label=label)
+    sweep.axvline(result["relevance_upper"], color="gray", linestyle=":", label="calibrated")
     sweep.set_xlabel("upper relevance threshold")
     sweep.set_ylabel("share of questions CORRECT")
     sweep.legend(fontsize=8)

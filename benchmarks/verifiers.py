@@ -8,7 +8,9 @@ on). Grounding on the report part of the HaluEval held-out split: P(entailment) 
 "question + answer" against the knowledge passage, right vs hallucinated answers: ROC-AUC, and
 at the calibrated threshold (CAIRN_GROUNDING_THRESHOLD, chosen by calibrate_gate on the other
 part) the share of each accepted. Relevance: accuracy at 0.5 on the report part of NQ and
-HaluEval questions, gold passage vs hard negatives from Cairn's hybrid retrieval. Speed: pairs/s
+HaluEval questions, gold passage vs hard negatives from Cairn's hybrid retrieval, for the
+evaluator alone, the retrieval's similarity alone and the two stacked as the gate grades
+passages (CAIRN_RELEVANCE_STACK, fitted by calibrate_gate on the calibration part). Speed: pairs/s
 for (sentence, ~160-token chunk) and (question, ~50-token strip), in the dtype Cairn runs.
 Writes benchmarks/results/verifiers.json (+ .png); --card also writes each model's metrics.json
 and model card.
@@ -123,6 +125,21 @@ def evaluate_relevance(model, splits) -> dict:
         metrics[f"relevance_accuracy_{kind}"] = float(np.mean((scores[chosen] > 0.5) == labels[chosen]))
         metrics[f"relevance_roc_auc_{kind}"] = roc_auc(scores[chosen & (labels == 1)], scores[chosen & (labels == 0)])
     metrics["relevance_accuracy_all"] = float(np.mean((scores > 0.5) == labels))
+    # What the gate grades passages by: the evaluator stacked with the retrieval's similarity
+    # (fitted by calibrate_gate on the calibration part), and the similarity alone.
+    from django.conf import settings
+
+    from pipeline.calibration import relevance_stacked
+
+    passages = kinds == "passage"
+    similarity = np.array([p.similarity if p.kind == "passage" else np.nan for p in pairs])
+    positive, negative = passages & (labels == 1), passages & (labels == 0)
+    metrics["relevance_roc_auc_passage_similarity"] = roc_auc(similarity[positive], similarity[negative])
+    if settings.CAIRN_RELEVANCE_STACK:
+        stacked = np.array([relevance_stacked(float(e), float(s), settings.CAIRN_RELEVANCE_STACK) if k else np.nan
+                            for e, s, k in zip(scores, similarity, passages)])  # fmt: skip
+        metrics["relevance_roc_auc_passage_stacked"] = roc_auc(stacked[positive], stacked[negative])
+        metrics["relevance_accuracy_passage_stacked"] = float(np.mean((stacked[passages] > 0.5) == labels[passages]))
     print("relevance", {k: round(v, 3) for k, v in metrics.items()})
     return metrics
 
