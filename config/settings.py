@@ -202,7 +202,10 @@ CAIRN_ANSWER_RELEVANCE_THRESHOLD = env_float(
 CAIRN_WRITEBACK_ALPHA_MAX = env_float("CAIRN_WRITEBACK_ALPHA_MAX", 0.2, minimum=0.0, maximum=1.0)
 # Policy: publish without review what clears these stricter bars (off: curators review everything).
 CAIRN_AUTO_PUBLISH = env_bool("CAIRN_AUTO_PUBLISH", False)
-CAIRN_AUTO_PUBLISH_GROUNDING = env_float("CAIRN_AUTO_PUBLISH_GROUNDING", 0.99, minimum=0.0, maximum=1.0)
+# Calibrated by calibrate_gate (1% of hallucinated answers pass), else 0.99.
+CAIRN_AUTO_PUBLISH_GROUNDING = env_float(
+    "CAIRN_AUTO_PUBLISH_GROUNDING", _calibrated.get("auto_publish_grounding", 0.99), minimum=0.0, maximum=1.0
+)
 CAIRN_AUTO_PUBLISH_NOVELTY = env_float("CAIRN_AUTO_PUBLISH_NOVELTY", 0.20, minimum=0.0, maximum=1.0)
 # Critiques of answers to questions within this cosine distance become the generator's warnings.
 CAIRN_CRITIQUE_MAX_DISTANCE = env_float("CAIRN_CRITIQUE_MAX_DISTANCE", 0.25, minimum=0.0, maximum=2.0)
