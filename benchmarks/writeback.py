@@ -7,7 +7,7 @@ services and database: Standard RAG, Naive write-back and Cairn's validated writ
 
 The defaults are the paper's scale (500 queries a seed: 400 stream + 100 test, seeds 42/43/44).
 
-Design, per dataset and seed (one sample of stream + test questions, shared by the three systems so
+Design, per dataset and seed (one sample of stream + test questions, shared by the systems so
 they are compared on the same questions):
 - rows: the held-out part of the shared split (pipeline.nli_data.split, SPLIT_SEED; the NLI and
   relevance models never trained on it), shuffled by the seed; only when more rows are asked for
@@ -28,7 +28,13 @@ they are compared on the same questions):
     set to the normal CAIRN_GROUNDING_THRESHOLD / CAIRN_NOVELTY_THRESHOLD) and the generated-content
     cap allows (CAIRN_WRITEBACK_ALPHA_MAX = --alpha-max, default 0.2, the product default: at most
     a fifth of the collection's active documents generated). Candidates that pass but are held by
-    the cap are counted separately, so the effect of validation alone is visible.
+    the cap are counted separately, so the effect of validation alone is visible. This is the
+    paper's validation layer: everything it accepts is added, as if curators approved it all;
+  - cairn-policy: the same, published only when it clears the product's auto-publish policy
+    (CAIRN_AUTO_PUBLISH_GROUNDING, calibrated so that 1% of hallucinated answers pass, and
+    CAIRN_AUTO_PUBLISH_NOVELTY 0.20); what passes validation but not these waits for a curator in
+    production and is not added here. The issue's "Cairn (validated, auto-publish policy)";
+    the floors are reported for both.
 - test: the remaining `--test` questions are never asked; coverage = share of them whose nearest
   chunk in the run's collection (corpus.selectors.chunk_search, vector leg only) lies within
   cosine distance 0.4 (strictly below, as in the paper), measured before the stream, every
@@ -86,7 +92,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from _common import RESULTS, SHARED_DATA, django_setup, has_gold, percentile, write_result
 
-SYSTEMS = ("standard", "naive", "cairn")
+SYSTEMS = ("standard", "naive", "cairn", "cairn-policy")
+CAIRNS = ("cairn", "cairn-policy")
 COVERAGE_DISTANCE = 0.4  # the paper's "relevant retrieval": cosine distance below 0.4
 TOP_K = 8
 _WORD = re.compile(r"\w+")
@@ -134,7 +141,7 @@ def sample_rows(dataset: str, seed: int, n: int) -> tuple[list[Row], int]:
 
 class MemoEmbedder:
     """The app's embedder, remembering what it embedded: each run re-ingests its dataset's initial
-    corpus, and three systems share one corpus per seed."""
+    corpus, and the systems share one corpus per seed."""
 
     def __init__(self, inner) -> None:
         self.inner, self.name, self.memo = inner, inner.name, {}
@@ -246,6 +253,8 @@ def system_settings(system: str, alpha_max: float) -> dict:
         return {"CAIRN_WRITEBACK": False}
     if system == "naive":
         return {"CAIRN_WRITEBACK": True, "CAIRN_AUTO_PUBLISH": False, "CAIRN_WRITEBACK_ALPHA_MAX": 1.0}
+    if system == "cairn-policy":  # the product's own auto-publish bars
+        return {"CAIRN_WRITEBACK": True, "CAIRN_AUTO_PUBLISH": True, "CAIRN_WRITEBACK_ALPHA_MAX": alpha_max}
     return {
         "CAIRN_WRITEBACK": True,
         "CAIRN_AUTO_PUBLISH": True,
@@ -331,7 +340,7 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
                     except CairnError as exc:
                         counts["publish_failed"] += 1
                         rejected_by[f"publish: {exc}"[:80]] += 1
-                else:  # cairn: what the worker would do, now
+                else:  # cairn, cairn-policy: what the worker would do, now
                     writeback = writeback_validate(writeback.id)
                     if writeback.status == WriteBack.Status.REJECTED:
                         for item in writeback.critique:
@@ -368,8 +377,8 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
         "found": counts["found"] / n,
         "candidates": counts["candidates"],
         "candidates_hallucinated": counts["candidates_hallucinated"],
-        "passed_validation": counts["passed_validation"] if system == "cairn" else None,
-        "held_by_cap": counts["held_by_cap"] if system == "cairn" else None,
+        "passed_validation": counts["passed_validation"] if system in CAIRNS else None,
+        "held_by_cap": counts["held_by_cap"] if system in CAIRNS else None,
         "rejected_by": dict(rejected_by),
         "publish_failed": counts["publish_failed"],
         "documents_added": added,
@@ -377,7 +386,7 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
         "added_hallucinated": counts["added_hallucinated"],
         "hallucinated_share_of_added": counts["added_hallucinated"] / added if added else None,
         "added_hallucinated_examples": [c for c in candidates if c["published"] and c["hallucinated"]],
-        "candidate_scores": candidates if system == "cairn" else None,  # naive and standard score nothing
+        "candidate_scores": candidates if system in CAIRNS else None,  # naive and standard score nothing
         "citations": counts["citations"],
         "citation_precision": counts["citations_precise"] / counts["citations"] if counts["citations"] else None,
         "generator_fallbacks": counts["generator_fallbacks"],
@@ -517,8 +526,9 @@ def summarise(runs: list[dict]) -> dict:
     return out
 
 
-def floors(summary: dict) -> dict:
-    """The three floors per dataset (means over seeds) and pooled over datasets (means of the means)."""
+def floors(summary: dict, cairn_system: str = "cairn") -> dict:
+    """The three floors per dataset (means over seeds) and pooled over datasets (means of the means),
+    for one of the Cairn systems."""
 
     def check(standard: dict, naive: dict, cairn: dict) -> dict:
         naive_gain = naive["coverage_after"] - standard["coverage_after"]
@@ -538,15 +548,16 @@ def floors(summary: dict) -> dict:
                                                       "vacuous": added_cairn == 0},
         }  # fmt: skip
 
-    out = {dataset: check(s["standard"], s["naive"], s["cairn"]) for dataset, s in summary.items() if len(s) == 3}
-    complete = [s for s in summary.values() if len(s) == 3]
+    needed = {"standard", "naive", cairn_system}
+    complete = {dataset: s for dataset, s in summary.items() if needed <= s.keys()}
+    out = {dataset: check(s["standard"], s["naive"], s[cairn_system]) for dataset, s in complete.items()}
     if len(complete) > 1:
         pooled = {
-            system: {key: statistics.fmean(s[system][key] for s in complete)
+            system: {key: statistics.fmean(s[system][key] for s in complete.values())
                      for key in ("coverage_after", "documents_added", "added_hallucinated")}
-            for system in SYSTEMS
+            for system in needed
         }  # fmt: skip
-        out["pooled"] = check(pooled["standard"], pooled["naive"], pooled["cairn"])
+        out["pooled"] = check(pooled["standard"], pooled["naive"], pooled[cairn_system])
     return out
 
 
@@ -597,7 +608,7 @@ def main() -> None:
                               embedder=embedder, ollama_url=ollama_url)  # fmt: skip
                 runs.append(run)
                 tqdm.write(
-                    f"{dataset} seed {seed} {system:8s} coverage {run['coverage_before']:.2f}->"
+                    f"{dataset} seed {seed} {system:12s} coverage {run['coverage_before']:.2f}->"
                     f"{run['coverage_after']:.2f} added {run['documents_added']:3d} "
                     f"(hallucinated {run['added_hallucinated']}) candidates {run['candidates']} "
                     f"latency {run['latency_s_mean']:.2f}s rejected {run['rejected_by']}"
@@ -623,6 +634,8 @@ def main() -> None:
             "grounding_threshold": settings.CAIRN_GROUNDING_THRESHOLD,
             "attribution_threshold": settings.CAIRN_ATTRIBUTION_THRESHOLD,
             "novelty_threshold": settings.CAIRN_NOVELTY_THRESHOLD,
+            "auto_publish_grounding": settings.CAIRN_AUTO_PUBLISH_GROUNDING,
+            "auto_publish_novelty": settings.CAIRN_AUTO_PUBLISH_NOVELTY,
             "generators": {
                 "nq": "mode fast (extractive)",
                 "halueval": "mode standard, ollama client -> loopback replay of HaluEval answers",
@@ -636,6 +649,7 @@ def main() -> None:
         "samples": samples,
         "summary": summary,
         "floors": floors(summary),
+        "floors_auto_publish_policy": floors(summary, "cairn-policy"),
         "validation_cost": cost,
         "runs": runs,
         "wall_s": round(time.perf_counter() - started, 1),
@@ -643,7 +657,7 @@ def main() -> None:
         "load_average_1_5_15_at_end": [round(x, 2) for x in os.getloadavg()],
     }
     print_table(summary)
-    print(json.dumps(result["floors"], indent=1))
+    print(json.dumps({"cairn": result["floors"], "cairn-policy": result["floors_auto_publish_policy"]}, indent=1))
     if cost:
         print("validation cost:", cost)
     plot(result)
