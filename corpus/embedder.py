@@ -128,6 +128,14 @@ _lock = threading.Lock()
 _instance: SentenceTransformerEmbedder | None = None
 
 
+def cosine_similarities(vectors, vector) -> np.ndarray:
+    """Cosine similarity of each row of `vectors` to `vector`, as the retrieval's `<=>` measures it
+    (normalised here too: vectors read back from the database need not be unit length to the bit)."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    vector = np.asarray(vector, dtype=np.float64)
+    return vectors @ vector / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(vector))
+
+
 def get_embedder() -> SentenceTransformerEmbedder:
     """Return this process's embedder, loading it on first call."""
     global _instance

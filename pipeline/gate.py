@@ -192,29 +192,29 @@ class Gate:
         self.query_vector = query_vector  # embedded on first need when not given
         self._contradiction: dict[tuple[str, str], float] = {}
 
-    def relevance(self, texts: list[str], similarities: list[float | None], titles: list[str]) -> list[float]:
+    def relevance(
+        self, texts: list[str], similarities: list[float | None] | None = None, titles: list[str] | None = None
+    ) -> list[float]:
         """Relevance of each text to the question: the evaluator's score stacked with the text's
         cosine similarity to the question (CAIRN_RELEVANCE_STACK). Texts the retrieval did not find
-        (external passages, inferred statements) are embedded here, under their titles as chunks are."""
+        (external passages, inferred statements: similarity None) are embedded here, under their
+        titles as chunks are."""
         scores = self.relevance_model.score(self.question, texts).tolist()
         stack = settings.CAIRN_RELEVANCE_STACK
         if not stack or not texts:
             return scores
-        similarities = list(similarities)
+        similarities = list(similarities or [None] * len(texts))
+        titles = titles or [""] * len(texts)
         missing = [i for i, s in enumerate(similarities) if s is None]
         if missing:
-            import numpy as np
-
-            from corpus.embedder import get_embedder
+            from corpus.embedder import cosine_similarities, get_embedder
             from corpus.services import embedding_input
 
             embedder = get_embedder()
             if self.query_vector is None:
                 self.query_vector = embedder.embed([self.question])[0]
             vectors = embedder.embed([embedding_input(titles[i], texts[i]) for i in missing])
-            query = np.asarray(self.query_vector, dtype=np.float64)
-            cosines = vectors @ query / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query))
-            for i, cosine in zip(missing, cosines.tolist(), strict=True):
+            for i, cosine in zip(missing, cosine_similarities(vectors, self.query_vector).tolist(), strict=True):
                 similarities[i] = cosine
         return [relevance_stacked(score, similarity, stack) for score, similarity in zip(scores, similarities)]
 

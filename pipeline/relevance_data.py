@@ -127,11 +127,10 @@ def mine_hard_negatives(
 
     Needs the database and the embedder; leaves no trace (the ingest is rolled back).
     """
-    import numpy as np
     from django.contrib.auth.models import User
     from django.db import transaction
 
-    from corpus.embedder import get_embedder
+    from corpus.embedder import cosine_similarities, get_embedder
     from corpus.extract import ExtractedDocument
     from corpus.models import Chunk, Collection
     from corpus.selectors import chunk_search
@@ -179,9 +178,8 @@ def mine_hard_negatives(
                 found.setdefault(hit.text, hit.similarity)
                 if len(found) == per_question:
                     break
-            own = np.asarray(chunk_vectors[source_of[example.passage]], dtype=np.float64)
-            cosine = own @ vector / (np.linalg.norm(own, axis=1) * np.linalg.norm(vector))
-            mined[index] = Mined(similarity=round(float(cosine.max()), 6), negatives=list(found.items()))
+            best = cosine_similarities(chunk_vectors[source_of[example.passage]], vector).max()
+            mined[index] = Mined(similarity=round(float(best), 6), negatives=list(found.items()))
             if progress:
                 progress("search", index + 1, len(examples))
         transaction.set_rollback(True)

@@ -67,7 +67,7 @@ def _infer(state, generator: OllamaGenerator) -> list[Candidate]:
     statements = [(s, cited) for s, cited in statements if cited]
     if not statements:
         return []
-    relevance = state.gate.relevance([s for s, _ in statements], [None] * len(statements), [""] * len(statements))
+    relevance = state.gate.relevance([s for s, _ in statements])
     entailment = state.gate.nli_model.predict([(" ".join(by_n[n].text for n in cited), s) for s, cited in statements])[
         :, 0
     ]

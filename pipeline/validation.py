@@ -14,7 +14,8 @@ synchronously, when a curator edits one. Three checks, thresholds in settings:
 
 - relevance: the relevance evaluator on (question, answer): a grounded answer to another question
   (an extractive answer that quotes the wrong sentence) must not be written back as this one's.
-  CAIRN_ANSWER_RELEVANCE_THRESHOLD (default: the calibrated upper relevance threshold). Not
+  CAIRN_ANSWER_RELEVANCE_THRESHOLD (calibrated for the evaluator alone: an answer has no retrieval
+  similarity to stack with, unlike a chunk, whose relevance has its own thresholds). Not
   judged for an answer made only of fragments (see answer_relevance).
 
 And the loop guard: some sentence must be entailed (at the grounding threshold) by a SOURCE

@@ -79,14 +79,13 @@ class Command(BaseCommand):
         scores = score_pairs(get_relevance_model(), pairs)
         labels = np.array([p.label for p in pairs])
         passages = np.array([p.kind == "passage" for p in pairs])
-        similarity = np.array([p.similarity if p.kind == "passage" else np.nan for p in pairs])
-        stack = relevance_stack_fit(scores[passages], similarity[passages], labels[passages])
-        stacked = np.array(
-            [relevance_stacked(float(e), float(s), stack) for e, s in zip(scores[passages], similarity[passages])]
-        )
-        passage_labels = labels[passages]
+        passage_pairs = [p for p in pairs if p.kind == "passage"]
+        evaluator, passage_labels = scores[passages], labels[passages]
+        similarity = np.array([p.similarity for p in passage_pairs])
+        stack = relevance_stack_fit(evaluator, similarity, passage_labels)
+        stacked = np.array([relevance_stacked(float(e), float(s), stack) for e, s in zip(evaluator, similarity)])
         best: dict[str, float] = {}  # each question's best passage: the CRAG action rests on it
-        for pair, score in zip([p for p in pairs if p.kind == "passage"], stacked, strict=True):
+        for pair, score in zip(passage_pairs, stacked, strict=True):
             best[pair.question] = max(best.get(pair.question, 0.0), float(score))
         upper = upper_threshold(stacked[passage_labels == 0], list(best.values()), far=far, search_budget=search_budget)
         lower = min(threshold_for_false_rejection(stacked[passage_labels == 1], frr), upper)
