@@ -91,6 +91,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Container
 from dataclasses import dataclass
 from hashlib import sha1
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -238,7 +239,7 @@ class HaluEvalReplay:
         return f"{answer} [{n}]"
 
 
-def coverage(user, collection_id: int, vectors, wrong_documents: frozenset[int] = frozenset()) -> tuple[float, float]:
+def coverage(user, collection_id: int, vectors, wrong_documents: Container[int] = ()) -> tuple[float, float]:
     """(coverage, clean coverage) of `vectors`: the share whose nearest chunk in the collection is
     within COVERAGE_DISTANCE, and the share where that nearest chunk is also not from a wrong
     write-back (`wrong_documents`): a hallucinated answer retrieved first is no relevant retrieval."""
@@ -316,7 +317,7 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
         wrong_documents: set[int] = set()  # published write-backs judged wrong against the gold answer
 
         def checkpoint(asked: int) -> None:
-            covered, clean = coverage(user, collection.id, sample["test_vectors"], frozenset(wrong_documents))
+            covered, clean = coverage(user, collection.id, sample["test_vectors"], wrong_documents)
             track.append({"asked": asked, "coverage": covered, "clean_coverage": clean,
                           "documents_added": generated.count()})  # fmt: skip
 
@@ -377,7 +378,7 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
                 checkpoint(i)
         checkpoint(len(stream))
         stream_coverage_after, stream_clean_coverage_after = coverage(
-            user, collection.id, sample["stream_vectors"], frozenset(wrong_documents)
+            user, collection.id, sample["stream_vectors"], wrong_documents
         )
         added = generated.count()
         final_share = added / max(1, initial_documents + added)
