@@ -51,7 +51,7 @@ def train_classifier(config: TrainingConfig, pairs: Sequence[tuple[str, str, int
     id2label = dict(enumerate(config.labels))
     model = AutoModelForSequenceClassification.from_pretrained(
         source, num_labels=len(config.labels), id2label=id2label, label2id={v: k for k, v in id2label.items()},
-        ignore_mismatched_sizes=True,
+        ignore_mismatched_sizes=True, dtype=torch.float32,  # a shipped fp16 model trains in fp32
     )  # fmt: skip
     tokenizer = AutoTokenizer.from_pretrained(source)
     if config.layers and not resuming:

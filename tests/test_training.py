@@ -1,8 +1,14 @@
-"""The training loop's batching: pure, no model. (Tests never train.)"""
+"""The training loop: its batching (pure, no model), and one step of adapting a shipped model
+(the only test that trains: two pairs, a few seconds)."""
 
+import json
 import random
 
-from pipeline.training import _length_grouped_batches
+from django.conf import settings
+from safetensors import safe_open
+
+from pipeline.relevance_data import RELEVANCE_LABELS
+from pipeline.training import TrainingConfig, _length_grouped_batches, train_classifier
 
 
 def test_batches_cover_every_pair_once_group_by_length_and_repeat_on_resume():
@@ -13,3 +19,25 @@ def test_batches_cover_every_pair_once_group_by_length_and_repeat_on_resume():
     assert batches == _length_grouped_batches(pairs, 32, random.Random(5))  # a resumed run sees the same batches
     spread = [max(len(pairs[i][0]) for i in b) - min(len(pairs[i][0]) for i in b) for b in batches]
     assert sum(spread) / len(spread) < 100  # random batches would span most of the 1,000-character range
+
+
+PAIRS = [
+    ("when did the eiffel tower open", "It opened to the public in 1889.", 1),
+    ("when did the eiffel tower open", "The Statue of Liberty stands in New York Harbor.", 0),
+]
+
+
+def test_adapting_a_shipped_half_precision_model_trains_in_float32(tmp_path):
+    config = TrainingConfig(
+        base=str(settings.CAIRN_RELEVANCE_MODEL), output=str(tmp_path / "adapted"), labels=RELEVANCE_LABELS,
+        epochs=1, batch_size=2, checkpoint_every=1,
+    )  # fmt: skip
+    result = train_classifier(config, PAIRS)
+    assert result["finished"] and result["steps"] == 1
+    # The checkpoint holds the weights as trained; float16 steps on a CPU would lose the update.
+    with safe_open(tmp_path / "adapted" / "checkpoint" / "model.safetensors", "pt") as weights:
+        assert {str(weights.get_tensor(name).dtype) for name in weights.keys()} == {"torch.float32"}
+    # The shipped artefact is half precision again, and says where it started from.
+    with safe_open(tmp_path / "adapted" / "model.safetensors", "pt") as weights:
+        assert {str(weights.get_tensor(name).dtype) for name in weights.keys()} == {"torch.float16"}
+    assert json.loads((tmp_path / "adapted" / "training.json").read_text())["base"] == str(settings.CAIRN_RELEVANCE_MODEL)
