@@ -35,9 +35,13 @@ def test_adapting_a_shipped_half_precision_model_trains_in_float32(tmp_path):
     result = train_classifier(config, PAIRS)
     assert result["finished"] and result["steps"] == 1
     # The checkpoint holds the weights as trained; float16 steps on a CPU would lose the update.
-    with safe_open(tmp_path / "adapted" / "checkpoint" / "model.safetensors", "pt") as weights:
-        assert {str(weights.get_tensor(name).dtype) for name in weights.keys()} == {"torch.float32"}
+    assert _dtypes(tmp_path / "adapted" / "checkpoint" / "model.safetensors") == {"torch.float32"}
     # The shipped artefact is half precision again, and says where it started from.
-    with safe_open(tmp_path / "adapted" / "model.safetensors", "pt") as weights:
-        assert {str(weights.get_tensor(name).dtype) for name in weights.keys()} == {"torch.float16"}
-    assert json.loads((tmp_path / "adapted" / "training.json").read_text())["base"] == str(settings.CAIRN_RELEVANCE_MODEL)
+    assert _dtypes(tmp_path / "adapted" / "model.safetensors") == {"torch.float16"}
+    record = json.loads((tmp_path / "adapted" / "training.json").read_text())
+    assert record["base"] == str(settings.CAIRN_RELEVANCE_MODEL)
+
+
+def _dtypes(path) -> set[str]:
+    with safe_open(path, "pt") as weights:
+        return {str(weights.get_tensor(name).dtype) for name in weights.keys()}  # noqa: SIM118 (not a dict: no __iter__)
