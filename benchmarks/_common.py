@@ -86,6 +86,20 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
+def roc_auc(positives, negatives) -> float:
+    """P(a positive scores above a negative), ties counted half (Mann-Whitney)."""
+    import numpy as np
+
+    scores = np.concatenate([positives, negatives])
+    ranks = scores.argsort(kind="stable").argsort() + 1.0
+    for value in np.unique(scores):  # ties share their mean rank
+        tied = scores == value
+        ranks[tied] = ranks[tied].mean()
+    return float(
+        (ranks[: len(positives)].sum() - len(positives) * (len(positives) + 1) / 2) / (len(positives) * len(negatives))
+    )
+
+
 def write_result(name: str, result: dict) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     result = {"measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu_count": os.cpu_count(), **result}

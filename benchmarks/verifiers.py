@@ -25,7 +25,7 @@ import random
 import time
 from pathlib import Path
 
-from _common import RESULTS, SHARED_DATA, django_setup, write_result
+from _common import RESULTS, SHARED_DATA, django_setup, roc_auc, write_result
 
 
 def read_sick(path):
@@ -44,19 +44,6 @@ def read_anli(path):
     labels = {"e": 0, "n": 1, "c": 2}
     with path.open() as fh:
         return [Pair(r["context"], r["statement"], labels[r["gold_label"]], "anli") for r in csv.DictReader(fh)]
-
-
-def roc_auc(positives, negatives) -> float:
-    import numpy as np
-
-    scores = np.concatenate([positives, negatives])
-    ranks = scores.argsort(kind="stable").argsort() + 1.0
-    for value in np.unique(scores):  # ties share their mean rank
-        tied = scores == value
-        ranks[tied] = ranks[tied].mean()
-    return float(
-        (ranks[: len(positives)].sum() - len(positives) * (len(positives) + 1) / 2) / (len(positives) * len(negatives))
-    )
 
 
 def pairs_per_second(predict, pair, tokens: int, repeats: int = 7) -> dict:

@@ -1,0 +1,161 @@
+"""Could any judge Cairn has tell a write-back that answers its question from one that does not?
+
+    .venv/bin/python benchmarks/answer_judges.py [--writeback benchmarks/results/writeback.json]
+
+Why: in the write-back benchmark, validation alone publishes NQ answers of which 13.8% hold no
+gold answer. They are grounded: the extractive generator quotes evidence, so every sentence is
+entailed. They are on topic: "when is the new tappan zee bridge going to be finished" answered
+with "Tappan Zee Constructors began construction in 2013." Only a judge of whether the text
+answers the question can stop them, and this script measures the candidates for that judge on
+the benchmark's own candidates (no new runs of the pipeline).
+
+Candidates: the distinct (question, answer) write-backs of the "cairn" runs whose answer has a
+sentence that stands alone (validation judges relevance only on those), labelled right when the
+answer holds a gold answer string (NQ) or was the right replay (HaluEval), as the benchmark
+labels them. Each judge's ROC-AUC, right vs wrong, over all candidates and over those validation
+published:
+- evaluator, whole answer: the relevance score validation recorded (today's check);
+- evaluator, best sentence: each standalone sentence scored alone, as a strip, the max;
+- question-answer cosine: the embedder on the question and the standalone text;
+- stacked: the gate's passage stack (models/calibration.json) over the two;
+- grounding: the score validation recorded (NLI over the evidence).
+
+And the root cause, on the NQ report part (never trained or calibrated on): the evaluator on each
+gold passage's sentences, those holding a gold answer vs those that do not (what the extractive
+generator chooses between), as a ROC-AUC and as the share of questions whose best-scored
+sentence holds the answer.
+
+Writes benchmarks/results/answer_judges.json and answer_judges.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from _common import RESULTS, SHARED_DATA, django_setup, roc_auc, write_result
+
+JUDGES = ("evaluator_whole", "evaluator_best_sentence", "cosine", "stacked", "grounding")
+
+
+def candidates(writeback: dict, dataset: str) -> list[dict]:
+    from pipeline.validation import SHORT_ANSWER_WORDS, answer_sentences
+
+    seen, found = set(), []
+    for run in writeback["runs"]:
+        if run["system"] != "cairn" or run["dataset"] != dataset:
+            continue
+        for c in run["candidate_scores"]:
+            standalone = [s for s, _ in answer_sentences(c["answer"]) if len(s.split()) > SHORT_ANSWER_WORDS]
+            if standalone and (c["question"], c["answer"]) not in seen:
+                seen.add((c["question"], c["answer"]))
+                found.append({**c, "standalone": standalone})
+    return found
+
+
+def judge(rows: list[dict]) -> dict:
+    import numpy as np
+    from django.conf import settings
+
+    from corpus.embedder import cosine_similarities, get_embedder
+    from pipeline.calibration import relevance_stacked
+    from pipeline.verifiers import get_relevance_model
+
+    evaluator = get_relevance_model()
+    questions = get_embedder().embed([r["question"] for r in rows])
+    answers = get_embedder().embed([" ".join(r["standalone"]) for r in rows])
+    scores = {name: [] for name in JUDGES}
+    for row, question, answer in zip(rows, questions, answers, strict=True):
+        whole, cosine = row["scores"]["relevance"], float(cosine_similarities([answer], question)[0])
+        scores["evaluator_whole"].append(whole)
+        scores["evaluator_best_sentence"].append(float(max(evaluator.score(row["question"], row["standalone"]))))
+        scores["cosine"].append(cosine)
+        scores["stacked"].append(relevance_stacked(whole, cosine, settings.CAIRN_RELEVANCE_STACK))
+        scores["grounding"].append(row["scores"]["grounding"] or 0.0)
+    right = np.array([not r["hallucinated"] for r in rows])
+    published = np.array([r["published"] for r in rows])
+    result = {"candidates": len(rows), "right": int(right.sum()), "published": int(published.sum()),
+              "published_right": int((right & published).sum())}  # fmt: skip
+    for name, values in scores.items():
+        values = np.asarray(values, dtype=np.float64)
+        for part, chosen in (("all", np.ones(len(rows), bool)), ("published", published)):
+            positives, negatives = values[chosen & right], values[chosen & ~right]
+            auc = roc_auc(positives, negatives) if len(positives) and len(negatives) else None
+            result.setdefault(name, {})[part] = None if auc is None else round(auc, 3)
+    return result
+
+
+def same_passage(data: Path) -> dict:
+    """The evaluator on NQ report-part gold passages: answer sentences vs the rest."""
+    import numpy as np
+
+    from corpus.chunking import split_sentences
+    from pipeline.nli_data import calibration_split, shared_splits
+    from pipeline.relevance_data import _mentions, nq_examples
+    from pipeline.validation import SHORT_ANSWER_WORDS
+    from pipeline.verifiers import get_relevance_model
+
+    evaluator = get_relevance_model()
+    _, report = calibration_split(shared_splits(data)["nq"][1])
+    positives, negatives, answer_first = [], [], []
+    for example in nq_examples(report):
+        sentences = [s for s in split_sentences(example.passage) if len(s.split()) > SHORT_ANSWER_WORDS]
+        holding = [s for s in sentences if _mentions(s, example.answers)]
+        others = [s for s in sentences if not _mentions(s, example.answers)]
+        if not holding or not others:
+            continue
+        scores = evaluator.score(example.question, holding + others)
+        positives += list(scores[: len(holding)])
+        negatives += list(scores[len(holding) :])
+        answer_first.append(max(scores[: len(holding)]) > max(scores[len(holding) :]))
+    return {
+        "questions": len(answer_first), "answer_sentences": len(positives), "other_sentences": len(negatives),
+        "roc_auc": round(roc_auc(np.array(positives), np.array(negatives)), 3),
+        "answer_sentence_scored_first": round(float(np.mean(answer_first)), 3),
+    }  # fmt: skip
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, dataset in zip(axes, ("nq", "halueval"), strict=True):
+        found = result["judges"][dataset]
+        for offset, part in ((-0.2, "all"), (0.2, "published")):
+            values = [found[name][part] if found[name][part] is not None else float("nan") for name in JUDGES]
+            ax.bar([i + offset for i in range(len(JUDGES))], values, width=0.4, label=f"{part} candidates")
+        ax.axhline(0.5, color="grey", linestyle="--", linewidth=1)
+        ax.set_xticks(range(len(JUDGES)), [n.replace("_", "\n") for n in JUDGES], fontsize=8)
+        ax.set_title(f"{dataset}: {found['right']} right of {found['candidates']} ({found['published']} published)")
+    axes[0].set_ylabel("ROC-AUC, right vs wrong answer")
+    axes[0].set_ylim(0, 1)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Judges of whether a write-back answers its question (0.5: chance)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--writeback", type=Path, default=RESULTS / "writeback.json")
+    args = parser.parse_args()
+    django_setup()
+    writeback = json.loads(args.writeback.read_text())
+    result = {
+        "writeback_results": str(args.writeback.relative_to(RESULTS.parent.parent)),
+        "writeback_measured_at": writeback["measured_at"],
+        "judges": {dataset: judge(candidates(writeback, dataset)) for dataset in ("nq", "halueval")},
+        "same_passage_sentences_nq_report": same_passage(SHARED_DATA),
+    }
+    path = write_result("answer_judges", result)
+    plot(result, RESULTS / "answer_judges.png")
+    print(json.dumps(result, indent=2))
+    print(f"wrote {path} and {RESULTS / 'answer_judges.png'}")
+
+
+if __name__ == "__main__":
+    main()
