@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from _common import RESULTS, SHARED_DATA, django_setup, roc_auc, write_result
@@ -146,7 +147,7 @@ def main() -> None:
     django_setup()
     writeback = json.loads(args.writeback.read_text())
     result = {
-        "writeback_results": str(args.writeback.relative_to(RESULTS.parent.parent)),
+        "writeback_results": os.path.relpath(args.writeback, RESULTS.parent.parent),
         "writeback_measured_at": writeback["measured_at"],
         "judges": {dataset: judge(candidates(writeback, dataset)) for dataset in ("nq", "halueval")},
         "same_passage_sentences_nq_report": same_passage(SHARED_DATA),
