@@ -35,7 +35,7 @@ import json
 import os
 from pathlib import Path
 
-from _common import RESULTS, SHARED_DATA, django_setup, roc_auc, write_result
+from _common import RESULTS, SHARED_DATA, django_setup, has_gold, roc_auc, write_result
 
 JUDGES = ("evaluator_whole", "evaluator_best_sentence", "cosine", "stacked", "grounding")
 
@@ -64,8 +64,8 @@ def judge(rows: list[dict]) -> dict:
     from pipeline.verifiers import get_relevance_model
 
     evaluator = get_relevance_model()
-    questions = get_embedder().embed([r["question"] for r in rows])
-    answers = get_embedder().embed([" ".join(r["standalone"]) for r in rows])
+    vectors = get_embedder().embed([r["question"] for r in rows] + [" ".join(r["standalone"]) for r in rows])
+    questions, answers = vectors[: len(rows)], vectors[len(rows) :]
     scores = {name: [] for name in JUDGES}
     for row, question, answer in zip(rows, questions, answers, strict=True):
         whole, cosine = row["scores"]["relevance"], float(cosine_similarities([answer], question)[0])
@@ -93,7 +93,7 @@ def same_passage(data: Path) -> dict:
 
     from corpus.chunking import split_sentences
     from pipeline.nli_data import calibration_split, shared_splits
-    from pipeline.relevance_data import _mentions, nq_examples
+    from pipeline.relevance_data import nq_examples
     from pipeline.validation import SHORT_ANSWER_WORDS
     from pipeline.verifiers import get_relevance_model
 
@@ -102,8 +102,8 @@ def same_passage(data: Path) -> dict:
     positives, negatives, answer_first = [], [], []
     for example in nq_examples(report):
         sentences = [s for s in split_sentences(example.passage) if len(s.split()) > SHORT_ANSWER_WORDS]
-        holding = [s for s in sentences if _mentions(s, example.answers)]
-        others = [s for s in sentences if not _mentions(s, example.answers)]
+        holding = [s for s in sentences if has_gold(s, example.answers)]
+        others = [s for s in sentences if not has_gold(s, example.answers)]
         if not holding or not others:
             continue
         scores = evaluator.score(example.question, holding + others)

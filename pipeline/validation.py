@@ -15,8 +15,9 @@ synchronously, when a curator edits one. Three checks, thresholds in settings:
 - relevance: the relevance evaluator on (question, answer): a grounded answer to another question
   (an extractive answer that quotes the wrong sentence) must not be written back as this one's.
   CAIRN_ANSWER_RELEVANCE_THRESHOLD (calibrated for the evaluator alone: an answer has no retrieval
-  similarity to stack with, unlike a chunk, whose relevance has its own thresholds). Not
-  judged for an answer made only of fragments (see answer_relevance).
+  similarity to stack with, unlike a chunk, whose relevance has its own thresholds; stacking it
+  with the question-answer cosine instead was measured and gains nothing, benchmarks/answer_judges.py).
+  Not judged for an answer made only of fragments (see answer_relevance).
 
 And the loop guard: some sentence must be entailed (at the grounding threshold) by a SOURCE
 document; an answer that rests only on earlier write-backs is refused. The cap on generated
