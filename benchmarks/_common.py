@@ -13,16 +13,19 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pipeline.nli_data import DEFAULT_DATA, SharedDataMissing, shared_path, shared_splits  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"
 CACHE = RESULTS / "cache"  # embeddings of the shared data sets, reused across runs (git-ignored)
-SHARED_DATA = Path(os.environ.get("CAIRN_SHARED_DATA", ROOT.parent / "shared" / "data"))
+SHARED_DATA = DEFAULT_DATA  # ../shared/data beside the checkout, or CAIRN_SHARED_DATA
 
 
 def django_setup() -> None:
     os.environ.setdefault("CAIRN_DB_NAME", "cairn_bench")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("CAIRN_LOG_LEVEL", "WARNING")
-    sys.path.insert(0, str(ROOT))
     import django
     from django.core.management import call_command
 
@@ -30,11 +33,26 @@ def django_setup() -> None:
     call_command("migrate", verbosity=0)
 
 
+def shared(*parts: str) -> Path:
+    """A file of the shared data sets; when it is missing, exit with pipeline.nli_data's one message
+    (naming the path and CAIRN_SHARED_DATA) instead of a traceback."""
+    try:
+        return shared_path(SHARED_DATA, *parts)
+    except SharedDataMissing as missing:
+        sys.exit(str(missing))
+
+
+def shared_data_splits() -> dict[str, tuple[list, list]]:
+    """pipeline.nli_data.shared_splits of SHARED_DATA, exiting with the same message when a file is missing."""
+    try:
+        return shared_splits(SHARED_DATA)
+    except SharedDataMissing as missing:
+        sys.exit(str(missing))
+
+
 def nq_rows() -> list[dict]:
     """The NQ-open shared split: question, answers, and its one gold Wikipedia passage."""
-    path = SHARED_DATA / "nq_open_oracle" / "nq-open-oracle.jsonl"
-    if not path.exists():
-        sys.exit(f"{path}: not found; set CAIRN_SHARED_DATA to the folder holding nq_open_oracle/")
+    path = shared("nq_open_oracle", "nq-open-oracle.jsonl")
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 

@@ -35,7 +35,7 @@ import json
 import os
 from pathlib import Path
 
-from _common import RESULTS, SHARED_DATA, django_setup, has_gold, roc_auc, write_result
+from _common import RESULTS, django_setup, has_gold, roc_auc, shared_data_splits, write_result
 
 JUDGES = ("evaluator_whole", "evaluator_best_sentence", "cosine", "stacked", "grounding")
 
@@ -87,18 +87,18 @@ def judge(rows: list[dict]) -> dict:
     return result
 
 
-def same_passage(data: Path) -> dict:
+def same_passage(splits: dict) -> dict:
     """The evaluator on NQ report-part gold passages: answer sentences vs the rest."""
     import numpy as np
 
     from corpus.chunking import split_sentences
-    from pipeline.nli_data import calibration_split, shared_splits
+    from pipeline.nli_data import calibration_split
     from pipeline.relevance_data import nq_examples
     from pipeline.validation import SHORT_ANSWER_WORDS
     from pipeline.verifiers import get_relevance_model
 
     evaluator = get_relevance_model()
-    _, report = calibration_split(shared_splits(data)["nq"][1])
+    _, report = calibration_split(splits["nq"][1])
     positives, negatives, answer_first = [], [], []
     for example in nq_examples(report):
         sentences = [s for s in split_sentences(example.passage) if len(s.split()) > SHORT_ANSWER_WORDS]
@@ -144,13 +144,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writeback", type=Path, default=RESULTS / "writeback.json")
     args = parser.parse_args()
+    splits = shared_data_splits()  # before the judges run: a missing data folder stops here
     django_setup()
     writeback = json.loads(args.writeback.read_text())
     result = {
         "writeback_results": os.path.relpath(args.writeback, RESULTS.parent.parent),
         "writeback_measured_at": writeback["measured_at"],
         "judges": {dataset: judge(candidates(writeback, dataset)) for dataset in ("nq", "halueval")},
-        "same_passage_sentences_nq_report": same_passage(SHARED_DATA),
+        "same_passage_sentences_nq_report": same_passage(splits),
     }
     path = write_result("answer_judges", result)
     plot(result, RESULTS / "answer_judges.png")

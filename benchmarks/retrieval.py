@@ -24,7 +24,7 @@ import time
 
 os.environ.setdefault("CAIRN_DB_NAME", "cairn_bench_scale")
 
-from _common import SHARED_DATA, cached_embeddings, django_setup, nq_passages, nq_rows, percentile, write_result
+from _common import cached_embeddings, django_setup, nq_passages, nq_rows, percentile, shared, write_result
 
 COLLECTIONS = 10
 CHUNKS_PER_DOCUMENT = 4
@@ -35,7 +35,7 @@ def base_passages() -> list[dict]:
     import json
 
     passages = [{"title": p["title"], "text": p["text"]} for p in nq_passages()]
-    halueval = SHARED_DATA / "halueval_qa" / "qa_data.jsonl"
+    halueval = shared("halueval_qa", "qa_data.jsonl")
     seen = {p["text"] for p in passages}
     for line in halueval.read_text().splitlines():
         knowledge = json.loads(line)["knowledge"]

@@ -25,7 +25,7 @@ import random
 import time
 from pathlib import Path
 
-from _common import RESULTS, SHARED_DATA, django_setup, roc_auc, write_result
+from _common import RESULTS, django_setup, roc_auc, shared, shared_data_splits, write_result
 
 
 def read_sick(path):
@@ -68,11 +68,9 @@ def evaluate_nli(model, splits, sample: int) -> dict:
     sets = {
         "snli_held_out": splits["snli"][1],
         "mnli_held_out": splits["mnli"][1],
-        "sick_train_trial_eval_only": rng.sample(
-            read_sick(SHARED_DATA / "nli" / "sick" / "SICK_train_trial.txt"), sample
-        ),
-        "anli_r1_eval_only": read_anli(SHARED_DATA / "nli" / "anli_dev" / "ANLI_analysis_r1_dev.csv")[:sample],
-        "anli_r2_eval_only": read_anli(SHARED_DATA / "nli" / "anli_dev" / "ANLI_analysis_r2_dev.csv")[:sample],
+        "sick_train_trial_eval_only": rng.sample(read_sick(shared("nli", "sick", "SICK_train_trial.txt")), sample),
+        "anli_r1_eval_only": read_anli(shared("nli", "anli_dev", "ANLI_analysis_r1_dev.csv"))[:sample],
+        "anli_r2_eval_only": read_anli(shared("nli", "anli_dev", "ANLI_analysis_r2_dev.csv"))[:sample],
     }
     metrics = {}
     for name, pairs in sets.items():
@@ -169,10 +167,9 @@ def main() -> None:
     from django.conf import settings
 
     from pipeline.model_card import write_model_card
-    from pipeline.nli_data import shared_splits
     from pipeline.verifiers import CrossEncoderEntailment, CrossEncoderRelevance, inference_dtype
 
-    splits = shared_splits(SHARED_DATA)
+    splits = shared_data_splits()
     options = {
         "batch_size": settings.CAIRN_VERIFIER_BATCH_SIZE,
         "batch_tokens": settings.CAIRN_VERIFIER_BATCH_TOKENS,

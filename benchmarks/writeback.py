@@ -96,7 +96,7 @@ from dataclasses import dataclass
 from hashlib import sha1
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from _common import RESULTS, SHARED_DATA, django_setup, has_gold, percentile, write_result
+from _common import RESULTS, django_setup, has_gold, percentile, shared, write_result
 
 SYSTEMS = ("standard", "naive", "cairn", "cairn-policy")
 CAIRNS = ("cairn", "cairn-policy")
@@ -119,10 +119,10 @@ def load_rows(dataset: str) -> tuple[list[Row], list[Row]]:
     from pipeline.nli_data import HELD_OUT, SPLIT_SEED, read_jsonl, split
 
     if dataset == "nq":
-        raw = read_jsonl(SHARED_DATA / "nq_open_oracle" / "nq-open-oracle.jsonl")
+        raw = read_jsonl(shared("nq_open_oracle", "nq-open-oracle.jsonl"))
         rows = [Row(r["question"], tuple(r["answers"]), r["ctxs"][0]["title"], r["ctxs"][0]["text"]) for r in raw]
     else:
-        raw = read_jsonl(SHARED_DATA / "halueval_qa" / "qa_data.jsonl")
+        raw = read_jsonl(shared("halueval_qa", "qa_data.jsonl"))
         rows = [Row(r["question"], (r["right_answer"],), "", r["knowledge"], r["hallucinated_answer"]) for r in raw]
     train, held_out = split(rows, held_out=HELD_OUT[dataset], seed=SPLIT_SEED)
     return held_out, train

@@ -12,6 +12,7 @@ Labels are indices into LABELS. Three sources:
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from collections.abc import Iterable, Sequence
@@ -202,9 +203,45 @@ def split(items: Sequence, *, held_out: float, seed: int) -> tuple[list, list]:
 
 # --- the shared data sets, split once for every command and benchmark ----------------------
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared/data beside the checkout
+SHARED_DATA_ENV = "CAIRN_SHARED_DATA"
+# ../shared/data beside the checkout, unless CAIRN_SHARED_DATA names another folder. Not part of the
+# repository: training, calibration and the benchmarks read it; the tests read tests/fixtures.
+DEFAULT_DATA = Path(os.environ.get(SHARED_DATA_ENV) or Path(__file__).resolve().parents[2] / "shared" / "data")
 SPLIT_SEED = 20261122
 HELD_OUT = {"snli": 0.2, "mnli": 0.5, "halueval": 0.5, "nq": 0.2}  # share never trained on
+SHARED_FILES = (  # what shared_splits reads, relative to the data folder
+    "nli/snli_dev_esnli/s1.dev", "nli/snli_dev_esnli/s2.dev", "nli/snli_dev_esnli/labels.dev",
+    "nli/mnli_textfooler_sample/mnli_matched.tsv", "halueval_qa/qa_data.jsonl", "nq_open_oracle/nq-open-oracle.jsonl",
+)  # fmt: skip
+
+
+class SharedDataMissing(FileNotFoundError):
+    """A file of the shared data sets is not there. The one message for every command and benchmark:
+    manage.py commands turn it into a CommandError with `explain("--data")`, benchmarks exit with it."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        super().__init__(self.explain())
+
+    def explain(self, option: str | None = None) -> str:
+        where = f"{option} or {SHARED_DATA_ENV}" if option else SHARED_DATA_ENV
+        return (
+            f"{self.path}: not found. The shared data sets are not part of the repository (the tests do not "
+            f"need them); point {where} at the folder holding nli/, halueval_qa/ and nq_open_oracle/ "
+            "(by default ../shared/data beside the checkout)."
+        )
+
+
+def shared_path(data_dir: Path, *parts: str) -> Path:
+    """`data_dir`/`parts`; SharedDataMissing when it is not there, naming the outermost missing
+    folder (the data folder itself when that is absent)."""
+    path = Path(data_dir, *parts)
+    if not path.exists():
+        missing = path
+        while missing != Path(data_dir) and not missing.parent.exists():
+            missing = missing.parent
+        raise SharedDataMissing(missing)
+    return path
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -218,8 +255,11 @@ def shared_splits(data_dir: Path) -> dict[str, tuple[list, list]]:
 
     snli and mnli hold Pairs; halueval and nq hold their raw rows (knowledge/question/answers).
     SNLI dev repeats a few pairs; a held-out pair that also occurs in the training part is left
-    out of the held-out part, so nothing reported on was trained on.
+    out of the held-out part, so nothing reported on was trained on. Every file is looked for
+    before any is read: a missing one raises SharedDataMissing.
     """
+    for relative in SHARED_FILES:
+        shared_path(data_dir, relative)
     snli = split(read_snli(data_dir / "nli" / "snli_dev_esnli"), held_out=HELD_OUT["snli"], seed=SPLIT_SEED)
     mnli = split(
         read_mnli(data_dir / "nli" / "mnli_textfooler_sample" / "mnli_matched.tsv"),

@@ -2,18 +2,26 @@
 out for reporting reaches training."""
 
 import random
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from pipeline.nli_data import (
     CONTRADICTION,
-    DEFAULT_DATA,
     ENTAILMENT,
+    HELD_OUT,
     NEUTRAL,
+    SPLIT_SEED,
     Pair,
+    SharedDataMissing,
     calibration_split,
     claim_from,
     negate,
     nli_training_pairs,
     qa_pairs,
+    read_snli,
     reversed_contradictions,
     shared_splits,
     split,
@@ -23,6 +31,8 @@ from pipeline.nli_data import (
     synthetic_pairs,
 )
 
+# A miniature of ../shared/data, same layout, a few unedited rows of each file (tests/fixtures/README.md).
+FIXTURE_DATA = Path(__file__).parent / "fixtures" / "shared_data"
 SENTENCE = "The Eiffel Tower was completed in March 1889 by the company of Gustave Eiffel."
 
 
@@ -100,10 +110,33 @@ def test_calibration_and_report_parts_split_the_held_out_set():
 
 
 def test_training_pairs_never_contain_held_out_data():
-    splits = shared_splits(DEFAULT_DATA)
+    splits = shared_splits(FIXTURE_DATA)
+    # The fixture's SNLI rows hold a pair SNLI dev repeats, one copy on each side of the cut: the
+    # held-out copy must go, or the check below would find it among the training pairs.
+    cut = split(read_snli(FIXTURE_DATA / "nli" / "snli_dev_esnli"), held_out=HELD_OUT["snli"], seed=SPLIT_SEED)[1]
+    assert len(splits["snli"][1]) == len(cut) - 1
+    assert all(splits[name][0] and splits[name][1] for name in ("snli", "mnli", "halueval", "nq"))
     pairs = nli_training_pairs(splits, seed=13)
     premises = {p.premise for p in pairs}
     trained = {(p.premise, p.hypothesis) for p in pairs}
     for name in ("snli", "mnli"):
         assert not {(p.premise, p.hypothesis) for p in splits[name][1]} & trained
     assert not {row["knowledge"] for row in splits["halueval"][1]} & premises
+
+
+def test_missing_shared_data_names_the_path_and_how_to_point_at_it(tmp_path):
+    with pytest.raises(SharedDataMissing) as missing:
+        shared_splits(tmp_path / "shared" / "data")
+    assert missing.value.path == tmp_path / "shared" / "data"
+    assert str(tmp_path / "shared" / "data") in str(missing.value) and "CAIRN_SHARED_DATA" in str(missing.value)
+    (tmp_path / "partial" / "nli").mkdir(parents=True)
+    with pytest.raises(SharedDataMissing) as missing:
+        shared_splits(tmp_path / "partial")
+    assert missing.value.path == tmp_path / "partial" / "nli" / "snli_dev_esnli"
+
+
+@pytest.mark.parametrize("command", ["train_nli", "train_relevance", "calibrate_gate"])
+def test_training_commands_say_which_shared_data_is_missing(command, tmp_path):
+    with pytest.raises(CommandError) as error:
+        call_command(command, data=tmp_path / "nowhere")
+    assert str(tmp_path / "nowhere") in str(error.value) and "--data" in str(error.value)

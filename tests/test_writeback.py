@@ -3,6 +3,7 @@ the experience store, the audit trail. Real database, real models, django-q2 in 
 worker process in test_worker.py); Ollama is a loopback server speaking its protocol."""
 
 import re
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -16,7 +17,7 @@ from corpus.selectors import chunks_readable_by
 from corpus.services import collection_get_or_create, documents_ingest
 from corpus.writebacks import writeback_propose, writeback_publish
 from pipeline.models import Critique, ExperienceLog
-from pipeline.nli_data import DEFAULT_DATA, HELD_OUT, SPLIT_SEED, read_jsonl, split
+from pipeline.nli_data import read_jsonl
 from pipeline.services import question_answer
 from pipeline.validation import answer_sentences, proposed_text, writeback_validate
 from tests import loopback
@@ -26,6 +27,8 @@ AURORA = [
     ("Aurora project lead", "The Aurora project is led by Dr. Mira Okafor, who joined the research division in 2019."),
     ("Aurora project budget", "The Aurora project has a budget of 4.2 million euros for the year 2026."),
 ]
+# Row 0 is the HaluEval shared split's first held-out row (never trained on): tests/fixtures/README.md.
+HALUEVAL_FIXTURE = Path(__file__).parent / "fixtures" / "shared_data" / "halueval_qa" / "qa_data.jsonl"
 QUESTION = "Who leads the Aurora project and what is its budget?"
 LEAD_QUESTION = "Who leads the Aurora project?"
 SYNTHESIS = (
@@ -149,7 +152,7 @@ def test_a_grounded_cited_novel_answer_is_reviewed_published_and_then_retrieved(
 
 
 def test_a_hallucinated_answer_is_rejected_with_a_grounding_critique(db, alice):
-    row = split(read_jsonl(DEFAULT_DATA / "halueval_qa" / "qa_data.jsonl"), held_out=HELD_OUT["halueval"], seed=SPLIT_SEED)[1][0]  # fmt: skip
+    row = read_jsonl(HALUEVAL_FIXTURE)[0]
     collection, _ = collection_get_or_create(slug="trivia", public=True)
     (document,) = ingest(collection, [("Knowledge", row["knowledge"])])
     writeback = propose(chunks_of(document), f"{row['hallucinated_answer']} [1]", question=row["question"])

@@ -17,7 +17,7 @@ from pipeline.calibration import (
     upper_threshold,
     write_calibration,
 )
-from pipeline.nli_data import DEFAULT_DATA, calibration_split, claim_from, shared_splits
+from pipeline.nli_data import DEFAULT_DATA, SharedDataMissing, calibration_split, claim_from, shared_splits
 from pipeline.relevance_data import score_pairs, shared_relevance_sets, tqdm_progress
 from pipeline.verifiers import get_entailment_model, get_relevance_model
 
@@ -46,8 +46,6 @@ class Command(BaseCommand):
         parser.add_argument("--output", type=Path, default=settings.CAIRN_CALIBRATION_FILE)
 
     def handle(self, *args, data, far, frr, search_budget, auto_publish_far, output, **options):
-        if not (data / "halueval_qa").is_dir():
-            raise CommandError(f"{data}: no halueval_qa/ folder here; pass --data with the shared data folder")
         checked = (
             ("--far", far),
             ("--frr", frr),
@@ -57,7 +55,10 @@ class Command(BaseCommand):
         for name, value in checked:
             if not 0 <= value < 1:
                 raise CommandError(f"{name} must be in [0, 1), got {value}")
-        splits = shared_splits(data)
+        try:
+            splits = shared_splits(data)
+        except SharedDataMissing as missing:
+            raise CommandError(missing.explain("--data")) from missing
 
         # Grounding: P(entailment) of "question + answer" against the knowledge, right vs hallucinated.
         rows, _report = calibration_split(splits["halueval"][1])

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from corpus.models import Chunk
-from pipeline.nli_data import DEFAULT_DATA, LABELS, nli_training_pairs, shared_splits
+from pipeline.nli_data import DEFAULT_DATA, LABELS, SharedDataMissing, nli_training_pairs, shared_splits
 from pipeline.training import add_training_arguments, train_command
 
 
@@ -28,14 +28,16 @@ class Command(BaseCommand):
         add_training_arguments(parser, output=str(settings.CAIRN_NLI_MODEL), epochs=3, batch_size=16)
 
     def handle(self, *args, data, from_corpus, base, output, seed, **options):
-        if not (data / "nli").is_dir():
-            raise CommandError(f"{data}: no nli/ folder here; pass --data with the shared data folder")
+        try:
+            splits = shared_splits(data)
+        except SharedDataMissing as missing:
+            raise CommandError(missing.explain("--data")) from missing
         passages = []
         if from_corpus:
             passages = list(Chunk.objects.filter(document__collection__slug=from_corpus).values_list("text", flat=True))
             if not passages:
                 raise CommandError(f"--from-corpus {from_corpus}: no chunks in that collection")
-        pairs = nli_training_pairs(shared_splits(data), seed=seed, corpus_passages=passages)
+        pairs = nli_training_pairs(splits, seed=seed, corpus_passages=passages)
         train_command(
             self.stdout,
             "training NLI",

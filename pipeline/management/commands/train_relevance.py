@@ -6,7 +6,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from pipeline.nli_data import DEFAULT_DATA, shared_splits
+from pipeline.nli_data import DEFAULT_DATA, SharedDataMissing, shared_splits
 from pipeline.relevance_data import RELEVANCE_LABELS, shared_relevance_sets, tqdm_progress
 from pipeline.training import add_training_arguments, train_command
 
@@ -25,12 +25,12 @@ class Command(BaseCommand):
         parser.add_argument("--negatives", type=int, default=3, help="Hard negatives per question.")
 
     def handle(self, *args, data, base, output, negatives, seed, **options):
-        if not (data / "nq_open_oracle").is_dir() or not (data / "halueval_qa").is_dir():
-            raise CommandError(
-                f"{data}: needs nq_open_oracle/ and halueval_qa/; pass --data with the shared data folder"
-            )
+        try:
+            splits = shared_splits(data)
+        except SharedDataMissing as missing:
+            raise CommandError(missing.explain("--data")) from missing
         self.stdout.write("Mining hard negatives with Cairn's hybrid retrieval (a rolled-back ingest)...")
-        pairs = shared_relevance_sets(shared_splits(data), negatives=negatives, progress=tqdm_progress())["train"]
+        pairs = shared_relevance_sets(splits, negatives=negatives, progress=tqdm_progress())["train"]
         train_command(
             self.stdout,
             "training relevance",
