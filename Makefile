@@ -4,7 +4,7 @@ PY := .venv/bin/python
 ADDR ?= 127.0.0.1:8000
 STAMP := .venv/.installed-$(shell sha256sum requirements.txt | cut -c1-12)
 
-.PHONY: help venv setup run worker test lint bench verifiers
+.PHONY: help venv setup run serve worker test lint bench verifiers
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
@@ -21,9 +21,13 @@ setup: venv  ## migrate, ingest the demo corpus, create the demo curator (idempo
 	$(PY) manage.py demo_user
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 
-run: setup  ## set up, then serve http://$(ADDR) with a django-q2 worker beside it
+run: setup  ## the demo: set up, then serve http://$(ADDR) with a django-q2 worker beside it
+	export CAIRN_DEMO=true; \
 	$(PY) manage.py qcluster & worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(PY) manage.py runserver $(ADDR)
+
+serve: venv  ## production: migrate, self-check, then gunicorn + worker (deploy/README.md; needs CAIRN_SECRET_KEY)
+	$(PY) manage.py serve
 
 worker: venv  ## run only the django-q2 worker
 	$(PY) manage.py qcluster

@@ -4,12 +4,15 @@ The README has a table of every variable. Bad values fail at start with the vari
 """
 
 import os
+import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_choice, env_float, env_floats, env_int, env_list, env_str
+from config.serving import WEB_THREADS, WEB_WORKERS
 from pipeline.calibration import read_calibration
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -20,11 +23,31 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 DEBUG = env_bool("CAIRN_DEBUG", False)
-SECRET_KEY = env_str("CAIRN_SECRET_KEY", "cairn-insecure-development-key-change-me")
+# The demo (`make run`) may serve with the development key and the demo curator's demo password;
+# any other web server refuses to start with either while DEBUG is off (config/safety.py).
+CAIRN_DEMO = env_bool("CAIRN_DEMO", False)
+DEVELOPMENT_SECRET_KEY = "cairn-insecure-development-key-change-me"
+SECRET_KEY = env_str("CAIRN_SECRET_KEY", DEVELOPMENT_SECRET_KEY)
 ALLOWED_HOSTS = env_list("CAIRN_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CAIRN_CSRF_TRUSTED_ORIGINS", [])
 
+# --- Transport security: all off by default (the demo is plain HTTP on loopback); deploy/README.md
+# lists the values for a server behind a TLS-terminating proxy, with which `check --deploy` is clean.
+SECURE_SSL_REDIRECT = env_bool("CAIRN_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]  # load balancers probe over plain HTTP
+SECURE_HSTS_SECONDS = env_int("CAIRN_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CAIRN_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("CAIRN_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("CAIRN_SECURE_COOKIES", False)
+# Trust X-Forwarded-Proto only when a proxy that sets it (and strips the client's) is in front.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("CAIRN_BEHIND_TLS_PROXY", False) else None
+# Proxies in front of Cairn that append to X-Forwarded-For: sign-in limiting counts attempts per
+# client address, which it reads from there only when this is set (0: the socket's peer address).
+CAIRN_PROXY_COUNT = env_int("CAIRN_PROXY_COUNT", 0, minimum=0)
+SESSION_COOKIE_AGE = env_int("CAIRN_SESSION_SECONDS", 8 * 3600, minimum=60)  # a working day
+
 INSTALLED_APPS = [
+    "config",  # first: its runserver (no Python version in the Server header) wins over staticfiles'
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -35,6 +58,10 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "django_q",
+    "axes",
+    "csp",
+    "drf_spectacular_sidecar",
+    "accounts",
     "corpus",
     "reputation",
     "pipeline",
@@ -49,6 +76,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: it answers locked-out sign-ins
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -58,7 +87,7 @@ ASGI_APPLICATION = "config.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "templates"],  # before the apps': it overrides Swagger UI's page
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -77,18 +106,41 @@ CAIRN_DATA_DIR = Path(env_str("CAIRN_DATA_DIR", str(BASE_DIR / "var"))).resolve(
 _database_url = env_str("DATABASE_URL", "")
 CAIRN_EMBEDDED_DB = not _database_url
 if _database_url:
-    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+    DATABASES = {"default": dj_database_url.parse(_database_url)}
 else:
     DATABASES = {
         "default": {
             "NAME": env_str("CAIRN_DB_NAME", "cairn"),
             "USER": "postgres",
             "HOST": "",  # the socket directory, filled in on first connection
-            "CONN_MAX_AGE": 60,
         }
     }
+# Connections. The safe default, 0, closes each request's connection at its end: the development
+# server runs every request in a new thread, and a kept connection would outlive its thread until
+# Postgres refused new clients. The production server (config/gunicorn.py) turns on a pool instead:
+# at most CAIRN_DB_POOL_SIZE connections per process (one per request thread), opened once and
+# checked before reuse; `manage.py selfcheck` refuses a plan the server cannot hold.
+CAIRN_WEB_WORKERS, CAIRN_WEB_THREADS = WEB_WORKERS, WEB_THREADS  # the production server's plan
+CAIRN_DB_POOL = env_bool("CAIRN_DB_POOL", False)
+CAIRN_DB_POOL_SIZE = env_int("CAIRN_DB_POOL_SIZE", WEB_THREADS, minimum=1)
+CAIRN_DB_POOL_TIMEOUT = env_float("CAIRN_DB_POOL_TIMEOUT", 30.0, minimum=0.1)  # seconds to wait for a free one
 DATABASES["default"]["ENGINE"] = "config.postgres"
+# Who holds a connection, in pg_stat_activity: cairn-web (gunicorn), cairn-runserver, cairn-qcluster, ...
+_command = sys.argv[1] if len(sys.argv) > 1 and sys.argv[0].endswith("manage.py") else "process"
+DATABASES["default"].setdefault("OPTIONS", {})["application_name"] = env_str(
+    "CAIRN_DB_APPLICATION_NAME", f"cairn-{_command}"
+)[:63]
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("CAIRN_DB_CONN_MAX_AGE", 0, minimum=0)
+if CAIRN_DB_POOL:
+    if DATABASES["default"]["CONN_MAX_AGE"]:
+        raise ImproperlyConfigured("CAIRN_DB_CONN_MAX_AGE must be 0 with CAIRN_DB_POOL: the pool keeps connections")
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": 1,
+        "max_size": CAIRN_DB_POOL_SIZE,
+        "timeout": CAIRN_DB_POOL_TIMEOUT,
+        "max_idle": 300,  # give back connections a quiet process no longer needs
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # pgvector: candidates the HNSW search explores, and whether it keeps scanning when a filter
@@ -227,12 +279,32 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "config.exceptions.api_exception_handler",
+    "DEFAULT_PARSER_CLASSES": [
+        "config.parsers.DepthLimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    # Views that cost real work name a scope; each scope is limited per user, and anonymous callers
+    # per address (accounts/throttling.py: one SQL statement, shared by every process and host).
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ScopedRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "query": env_str("CAIRN_THROTTLE_QUERY", "30/minute"),
+        "feedback": env_str("CAIRN_THROTTLE_FEEDBACK", "120/minute"),
+        "upload": env_str("CAIRN_THROTTLE_UPLOAD", "60/hour"),
+        "anon": env_str("CAIRN_THROTTLE_ANON", "60/minute"),
+    },
 }
+CAIRN_JSON_MAX_DEPTH = env_int("CAIRN_JSON_MAX_DEPTH", 32, minimum=2)  # nesting a request body may have
 SPECTACULAR_SETTINGS = {
     "TITLE": "Cairn API",
     "DESCRIPTION": "Verification-gated question answering over an organisation's own documents.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from drf-spectacular-sidecar, served by Cairn itself: no request leaves the origin.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"ComponentStateEnum": ["up", "down"]},  # health's components share it
 }
 
 # --- Worker (django-q2, ORM broker: no Redis needed on one machine) --------------------------
@@ -257,8 +329,54 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True  # serve app static files even before collectstatic has run
-LOGIN_URL = "/admin/login/"
+
+# --- Sign-in (accounts/): Cairn's own page for everyone; the admin stays for staff -------------
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "ask"
+LOGOUT_REDIRECT_URL = "login"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# Django's authenticate() asks each backend in turn; a directory backend (LDAP, OIDC) is added by
+# naming it in CAIRN_AUTH_BACKENDS. Axes comes first so locked-out sign-ins never reach the others.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    *env_list("CAIRN_AUTH_BACKENDS", ["django.contrib.auth.backends.ModelBackend"]),
+]
+# Sign-in attempt limiting (django-axes): after CAIRN_LOGIN_FAILURE_LIMIT failures for one user
+# name from one address, that pair is locked out for CAIRN_LOGIN_COOLOFF_MINUTES (audited).
+AXES_FAILURE_LIMIT = env_int("CAIRN_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("CAIRN_LOGIN_COOLOFF_MINUTES", 15.0, minimum=0.1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+AXES_LOCKOUT_TEMPLATE = "accounts/locked_out.html"
+AXES_IPWARE_PROXY_COUNT = CAIRN_PROXY_COUNT or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if CAIRN_PROXY_COUNT else ("REMOTE_ADDR",)
+
+# --- Content-Security-Policy (django-csp): nothing but this origin, no inline script or style -----
+_SELF = "'self'"
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [_SELF],
+        "script-src": [_SELF],
+        "style-src": [_SELF],
+        "img-src": [_SELF, "data:"],
+        "font-src": [_SELF],
+        "connect-src": [_SELF],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": [_SELF],
+    }
+}
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -69,6 +69,8 @@ class AnswerSerializer(serializers.ModelSerializer):
 
 
 class QueryApi(APIView):
+    throttle_scope = "query"  # each question costs seconds of CPU
+
     class QueryInputSerializer(serializers.Serializer):
         question = serializers.CharField(max_length=2000)
         top_k = serializers.IntegerField(min_value=1, max_value=50, default=8)
@@ -171,29 +173,36 @@ class WriteBackRejectApi(APIView):
 
 class HealthOutputSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["ok", "unavailable"])
-    database = serializers.BooleanField()
-    vector_extension = serializers.CharField(allow_null=True, help_text="pgvector's installed version.")
-    embedder_loaded = serializers.BooleanField()
-    error = serializers.CharField(required=False)
+    database = serializers.ChoiceField(choices=["up", "down"])
+    vector_extension = serializers.ChoiceField(choices=["up", "down"])
+    embedder = serializers.ChoiceField(choices=["up", "loading"], help_text="Loaded in this process, or not yet.")
+    details = serializers.DictField(required=False, help_text="Staff only: versions and the database error.")
 
 
 class HealthApi(APIView):
-    authentication_classes = []
+    """Up or down per component for anyone (a load balancer's probe); staff also get details.
+    Never throttled, and never says more than up/down to a caller it does not know."""
+
     permission_classes = [AllowAny]
+    throttle_classes = []
 
     @extend_schema(responses={200: HealthOutputSerializer, 503: HealthOutputSerializer})
     def get(self, request):
-        checks = {"database": False, "vector_extension": None, "embedder_loaded": embedder_loaded()}
+        vector, error = None, None
         try:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
                 row = cursor.fetchone()
-            checks["database"] = True
-            checks["vector_extension"] = row[0] if row else None
+            vector = row[0] if row else None
         except Exception as exc:  # noqa: BLE001 - health reports any database failure, never raises
-            checks["error"] = str(exc)
-        healthy = checks["database"] and checks["vector_extension"] is not None
-        return Response(
-            {"status": "ok" if healthy else "unavailable", **checks},
-            status=status.HTTP_200_OK if healthy else status.HTTP_503_SERVICE_UNAVAILABLE,
-        )
+            error = str(exc)
+        healthy = error is None and vector is not None
+        body = {
+            "status": "ok" if healthy else "unavailable",
+            "database": "down" if error else "up",
+            "vector_extension": "up" if vector else "down",
+            "embedder": "up" if embedder_loaded() else "loading",
+        }
+        if request.user.is_staff:
+            body["details"] = {"vector_version": vector, "database_error": error}
+        return Response(body, status=status.HTTP_200_OK if healthy else status.HTTP_503_SERVICE_UNAVAILABLE)

@@ -22,6 +22,8 @@ class FeedbackOutputSerializer(serializers.ModelSerializer):
 
 
 class FeedbackApi(APIView):
+    throttle_scope = "feedback"
+
     class FeedbackInputSerializer(serializers.Serializer):
         response_id = serializers.UUIDField()
         thumbs = serializers.IntegerField(min_value=0, max_value=1, required=False, help_text="1 up, 0 down.")

@@ -1,0 +1,261 @@
+"""The servers as they run in production and in the demo, as real processes: gunicorn through
+`manage.py serve` (graceful SIGTERM under load, connections bounded, no version in Server), the
+refusal to start with the demo's secrets, the development server that no longer keeps a
+connection per request thread, and `check --deploy` clean with deploy/cairn.env.
+
+They run against a database of their own on the same Postgres, so the servers see committed data
+without touching the test database."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parent.parent
+DATABASE = "test_cairn_serving"
+SECRET = "a-long-random-test-key-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEF"
+DOCUMENTS = [
+    {"id": "1", "title": "Cafeteria", "text": "The cafeteria opens at 8 am and closes at 3 pm on weekdays."},
+    {"id": "2", "title": "Parking", "text": "Staff park in lot B; visitors park in lot A by the main entrance."},
+    {"id": "3", "title": "Travel", "text": "Employees may claim a per diem of 85 euros for overnight travel."},
+]
+
+
+def env(**extra) -> dict:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    return {**base, "DJANGO_SETTINGS_MODULE": "config.settings", "CAIRN_DB_NAME": DATABASE,
+            "CAIRN_SECRET_KEY": SECRET, **extra}  # fmt: skip
+
+
+def manage(*args, check=True, input=None, **extra) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env(**extra), input=input,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert not check or result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def request(url: str, *, token: str | None = None, body: dict | None = None, timeout=120):
+    """(status, headers, parsed JSON) of one HTTP request; HTTP errors are answers too."""
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Token {token}"
+    data = json.dumps(body).encode() if body is not None else None
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=timeout) as r:
+            return r.status, r.headers, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, json.loads(error.read() or b"null")
+
+
+def wait_healthy(base: str, process: subprocess.Popen, seconds=120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stdout.read()[-3000:] if process.stdout else "exited"
+        try:
+            status, _, body = request(f"{base}/api/v1/health", timeout=5)
+            if status == 200 and body["embedder"] == "up":
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError("the server did not become healthy")
+
+
+def connections_of(application: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")  # a transaction otherwise sees its first snapshot
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [application])
+        return cursor.fetchone()[0]
+
+
+@pytest.fixture(scope="module")
+def served_database(tmp_path_factory, django_db_blocker):
+    """A migrated database with three public documents and a reader with a token."""
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
+    manage("migrate", "--noinput")
+    corpus = tmp_path_factory.mktemp("corpus") / "handbook.jsonl"
+    corpus.write_text("\n".join(json.dumps(d) for d in DOCUMENTS))
+    manage("ingest", str(corpus), "--collection", "handbook", "--public")
+    manage("reader", "erin")
+    token = manage("drf_create_token", "erin").stdout.split()[2]
+    return token
+
+
+def test_serve_finishes_in_flight_requests_on_sigterm_and_bounds_its_connections(served_database):
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
+        cwd=ROOT, env=env(CAIRN_WEB_WORKERS="1", CAIRN_WEB_THREADS="3", CAIRN_ACCESS_LOG=""),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        wait_healthy(base, server)
+        status, headers, _ = request(f"{base}/api/v1/health")
+        assert headers["Server"] == "gunicorn"  # no version of anything
+        assert (
+            "default-src 'self'"
+            in request(f"{base}/api/v1/documents", token=served_database)[1]["Content-Security-Policy"]
+        )
+
+        results, peak = [], [0]
+        question = {"question": "when does the cafeteria open", "mode": "fast"}
+
+        def ask():
+            results.append(request(f"{base}/api/v1/query", token=served_database, body=question)[0])
+
+        def sample():
+            while len(results) < 6:
+                peak[0] = max(peak[0], connections_of("cairn-web"))
+                time.sleep(0.02)
+            connection.close()  # this thread's own
+
+        askers = [threading.Thread(target=ask) for _ in range(6)]
+        sampler = threading.Thread(target=sample)
+        for thread in [*askers, sampler]:
+            thread.start()
+        time.sleep(0.3)  # the requests are accepted and in flight
+        server.send_signal(signal.SIGTERM)
+        for thread in [*askers, sampler]:
+            thread.join(timeout=120)
+        assert results == [200] * 6  # none dropped
+        assert 1 <= peak[0] <= 3  # one worker x three threads, never more
+        assert server.wait(timeout=90) == 0
+        output = server.stdout.read()
+        assert "stopped: gunicorn 0" in output
+        assert connections_of("cairn-web") == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+
+def test_a_production_server_refuses_the_development_key_with_a_message_naming_the_fix(served_database):
+    refused = manage("serve", check=False, CAIRN_SECRET_KEY="cairn-insecure-development-key-change-me")
+    assert refused.returncode == 1
+    assert "CAIRN_SECRET_KEY is the development key" in refused.stderr
+    # gunicorn started directly (the systemd unit) refuses too: its worker cannot boot.
+    gunicorn = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "--bind", f"127.0.0.1:{free_port()}"],
+        cwd=ROOT, env=env(CAIRN_SECRET_KEY="cairn-insecure-development-key-change-me", CAIRN_WEB_WORKERS="1"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert gunicorn.returncode != 0
+    assert "CAIRN_SECRET_KEY is the development key" in gunicorn.stderr
+
+
+def test_the_development_server_keeps_no_connection_per_request_thread(served_database):
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        cwd=ROOT, env=env(CAIRN_DEMO="true", CAIRN_WARM_MODELS="false"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status, headers, _ = request(f"{base}/api/v1/health", timeout=5)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None
+                time.sleep(0.3)
+        assert "Python" not in headers["Server"]
+        for _ in range(20):  # each in a new thread, as the development server runs them
+            assert request(f"{base}/api/v1/documents", token=served_database)[0] == 200
+        time.sleep(0.5)
+        assert connections_of("cairn-runserver") == 0  # 20 with a CONN_MAX_AGE of 60
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_check_deploy_is_clean_with_the_documented_production_settings():
+    settings = {}
+    for line in (ROOT / "deploy" / "cairn.env").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            settings[name] = value
+    clean = manage("check", "--deploy", "--fail-level", "WARNING", **settings, check=False)
+    assert clean.returncode == 0, clean.stderr
+    assert "no issues" in clean.stdout
+    # And without them, the warnings the issue found are there to see.
+    bare = manage("check", "--deploy", check=False, CAIRN_SECRET_KEY="cairn-insecure-development-key-change-me")
+    for warning in ("W004", "W008", "W009", "W012", "W016"):
+        assert warning in bare.stderr
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_a_reader_signs_in_and_asks_in_a_real_browser_with_nothing_blocked_or_fetched_elsewhere(
+    served_database, tmp_path
+):
+    from playwright.sync_api import sync_playwright
+
+    manage("reader", "erin", "--password-stdin", input="pebble-larch-quarry-71\n")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
+        cwd=ROOT, env=env(CAIRN_WEB_WORKERS="1", CAIRN_ACCESS_LOG=""),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    violations, elsewhere, errors = [], [], []
+    try:
+        wait_healthy(base, server)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=str(CHROMIUM),
+                args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            )  # fmt: skip
+            page = browser.new_page()
+            page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: None if r.url.startswith((base, "data:")) else elsewhere.append(r.url))
+
+            page.goto(f"{base}/")
+            assert page.url.startswith(f"{base}/accounts/login/")
+            page.fill("#id_username", "erin")
+            page.fill("#id_password", "pebble-larch-quarry-71")
+            page.click("button[type=submit]")
+            page.wait_for_url(f"{base}/")
+            page.fill("#question", "when does the cafeteria open")
+            page.select_option("#mode", "fast")
+            page.click("#ask button[type=submit]")
+            page.wait_for_selector("#result:not([hidden])", timeout=60_000)
+            assert "8 am" in page.inner_text("#answer")
+            page.screenshot(path=str(tmp_path / "ask.png"), full_page=True)
+
+            page.goto(f"{base}/api/docs/")
+            page.wait_for_selector(".swagger-ui .info .title", timeout=30_000)
+            assert "Cairn API" in page.inner_text(".swagger-ui .info .title")
+
+            page.goto(f"{base}/")
+            page.click("nav button.link")  # sign out
+            page.wait_for_url(f"{base}/accounts/login/")
+            browser.close()
+        assert violations == [] and errors == [] and elsewhere == []
+    finally:
+        server.terminate()
+        server.wait(timeout=90)
