@@ -43,6 +43,7 @@ bench: venv  ## run the benchmarks (minutes; figures and plots under benchmarks/
 	$(PY) benchmarks/retrieval_quality.py
 	$(PY) benchmarks/retrieval.py
 	$(PY) benchmarks/verifiers.py
+	$(PY) benchmarks/serving.py
 
 verifiers: venv  ## retrain, calibrate and measure the shipped verifier models (about 2 hours on 2 cores)
 	$(PY) manage.py train_nli

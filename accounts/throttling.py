@@ -15,6 +15,7 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 
 from accounts.models import RateWindow
+from config.env import parse_rate
 
 _TABLE = RateWindow._meta.db_table
 _COUNT = f"""
@@ -23,16 +24,6 @@ _COUNT = f"""
     RETURNING hits
 """
 _FORGET_OLDER = f'DELETE FROM {_TABLE} WHERE key = %s AND "window" < %s'
-_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_rate(rate: str) -> tuple[int, int]:
-    """'30/minute' -> (30, 60). DRF's notation: the period is read from its first letter."""
-    try:
-        count, period = rate.split("/")
-        return int(count), _PERIODS[period.strip()[0].lower()]
-    except (ValueError, KeyError, IndexError):
-        raise ValueError(f"not a rate: {rate!r} (expected e.g. '30/minute')") from None
 
 
 def hit(key: str, *, period: int, now: float | None = None) -> tuple[int, float]:

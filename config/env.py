@@ -75,3 +75,25 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}")
     return value
+
+
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """'30/minute' -> (30, 60): DRF's notation, the period read from its first letter."""
+    try:
+        count, period = rate.split("/")
+        return int(count), _PERIODS[period.strip()[0].lower()]
+    except (ValueError, KeyError, IndexError):
+        raise ValueError(f"not a rate: {rate!r} (expected e.g. '30/minute')") from None
+
+
+def env_rate(name: str, default: str) -> str:
+    """A request rate such as '30/minute', checked at start."""
+    value = os.environ.get(name, default)
+    try:
+        parse_rate(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: {exc}") from None
+    return value

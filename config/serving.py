@@ -12,7 +12,7 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-# Processes: each loads its own models (about 0.6 GB) and computes on its own cores. Threads: each
+# Processes: each loads its own models (about 1.1 GB resident) and computes on its own cores. Threads: each
 # serves one request at a time and holds at most one database connection; most of a request's time
 # is model calls that release the GIL, so a few threads keep a process's cores busy.
 WEB_WORKERS = env_int("CAIRN_WEB_WORKERS", min(cores(), 4), minimum=1)

@@ -11,7 +11,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_float, env_floats, env_int, env_list, env_str
+from config.env import env_bool, env_choice, env_float, env_floats, env_int, env_list, env_rate, env_str
 from config.serving import WEB_THREADS, WEB_WORKERS
 from pipeline.calibration import read_calibration
 
@@ -288,10 +288,10 @@ REST_FRAMEWORK = {
     # per address (accounts/throttling.py: one SQL statement, shared by every process and host).
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ScopedRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
-        "query": env_str("CAIRN_THROTTLE_QUERY", "30/minute"),
-        "feedback": env_str("CAIRN_THROTTLE_FEEDBACK", "120/minute"),
-        "upload": env_str("CAIRN_THROTTLE_UPLOAD", "60/hour"),
-        "anon": env_str("CAIRN_THROTTLE_ANON", "60/minute"),
+        "query": env_rate("CAIRN_THROTTLE_QUERY", "30/minute"),
+        "feedback": env_rate("CAIRN_THROTTLE_FEEDBACK", "120/minute"),
+        "upload": env_rate("CAIRN_THROTTLE_UPLOAD", "60/hour"),
+        "anon": env_rate("CAIRN_THROTTLE_ANON", "60/minute"),
     },
 }
 CAIRN_JSON_MAX_DEPTH = env_int("CAIRN_JSON_MAX_DEPTH", 32, minimum=2)  # nesting a request body may have

@@ -14,7 +14,8 @@ from django.test import Client, override_settings
 from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 
-from accounts.throttling import hit, parse_rate
+from accounts.throttling import hit
+from config.env import parse_rate
 from config.safety import unsafe_start_reasons
 from corpus.models import AuditEvent, Collection
 from tests.conftest import client_for
