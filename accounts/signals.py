@@ -18,8 +18,8 @@ User = get_user_model()
 def user_groups_changed(sender, instance, action, reverse, pk_set, **kwargs):
     """A user's groups decide which collections they read: every change is audited, from the
     admin, a command or a directory sync alike."""
-    if action not in ("post_add", "post_remove", "post_clear") or (reverse and not pk_set):
-        return
+    if action not in ("post_add", "post_remove", "post_clear") or (action != "post_clear" and not pk_set):
+        return  # nothing changed (adding a group a user already has sends an empty set)
     verb = {"post_add": "added to", "post_remove": "removed from", "post_clear": "removed from"}[action]
     users = User.objects.filter(pk__in=pk_set) if reverse else [instance]
     groups = (

@@ -1,6 +1,6 @@
 """What a web server must not start with. Checked by every web process before it serves
-(config/wsgi.py, config/asgi.py) and by `manage.py selfcheck`; the demo (CAIRN_DEMO, set by
-`make run` on loopback) and DEBUG are the only ways past it."""
+(`web_process_start`, from config/wsgi.py and config/asgi.py) and by `manage.py selfcheck`; the
+demo (CAIRN_DEMO, set by `make run` on loopback) and DEBUG are the only ways past it."""
 
 from __future__ import annotations
 
@@ -46,3 +46,15 @@ def refuse_unsafe_start() -> None:
             "Cairn refuses to serve with DEBUG off:\n- " + "\n- ".join(reasons) + "\n(`make run` is the demo: "
             "it sets CAIRN_DEMO=true and serves on loopback only.)"
         )
+
+
+def web_process_start() -> None:
+    """What every web process (config/wsgi.py, config/asgi.py) does before it serves: refuse an
+    unsafe start, then load the models in the background. Only web processes pay for the warm-up."""
+    refuse_unsafe_start()
+    if settings.CAIRN_WARM_MODELS:
+        from corpus.embedder import embedder_warm_in_background
+        from pipeline.verifiers import verifiers_warm_in_background
+
+        embedder_warm_in_background()
+        verifiers_warm_in_background()
