@@ -168,6 +168,9 @@ class WriteBackAdmin(admin.ModelAdmin):
             if decision == "approve":
                 result = writeback_approve(obj, actor=request.user, answer=form.cleaned_data["answer"])
                 self.message_user(request, f"Write-back {obj.id}: {result.status}.")
+                if overridden := ", ".join(item["check"] for item in result.critique):
+                    self.message_user(request, f"Published over failed checks (advice): {overridden}; grounding "
+                                      f"{result.grounding}.", level=messages.WARNING)  # fmt: skip
             elif decision == "reject":
                 writeback_dismiss(obj, actor=request.user, reason=form.cleaned_data["reason"])
         except CairnError as exc:

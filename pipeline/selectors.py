@@ -24,18 +24,23 @@ def answer_get(*, user: AbstractBaseUser, response_id) -> Answer | None:
 
 def critiques_similar(*, user: AbstractBaseUser, query_vector, limit: int | None = None) -> list[Critique]:
     """Critiques (that warn) of answers to questions within CAIRN_CRITIQUE_MAX_DISTANCE of this one,
-    nearest first, only those whose every collection `user` may read: a critique quotes evidence."""
+    nearest first, only those whose every collection `user` may read: a critique quotes evidence.
+    One per distinct text: the same question rejected three times for the same reason is one lesson."""
     limit = settings.CAIRN_CRITIQUE_LIMIT if limit is None else limit
     if not limit or query_vector is None:
         return []
     readable = collections_readable_by(user=user).values("id")
-    return list(
+    nearest = (
         Critique.objects.filter(warns=True)
         .exclude(collections__in=Collection.objects.exclude(id__in=readable))
         .annotate(distance=CosineDistance("embedding", list(map(float, query_vector))))
         .filter(distance__lte=settings.CAIRN_CRITIQUE_MAX_DISTANCE)
-        .order_by("distance", "-id")[:limit]
+        .order_by("distance", "-id")[: limit * 5]
     )
+    distinct: dict[str, Critique] = {}
+    for critique in nearest:
+        distinct.setdefault(critique.text, critique)
+    return list(distinct.values())[:limit]
 
 
 def writeback_list(*, status: str | None = None) -> QuerySet[WriteBack]:

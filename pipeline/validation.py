@@ -64,6 +64,7 @@ class SentenceCheck:
     entailment: float  # the best over all corpus evidence
     best_n: int | None
     source_entailment: float  # the best over evidence from SOURCE documents (the loop guard)
+    verbatim: bool = False  # copied from its evidence: grounded by construction, not by the NLI model
 
 
 @dataclass
@@ -143,8 +144,25 @@ def proposed_text(question: str, sentences: list[tuple[str, list[int]]], evidenc
     return " ".join(parts)
 
 
+def _normalised(text: str) -> str:
+    return " ".join(text.split()).rstrip(".!?;:").lower()
+
+
+def verbatim_in(sentence: str, evidence: list[dict]) -> list[int]:
+    """Indices of the evidence that contains `sentence` word for word (whitespace, case and the final
+    stop aside). Only a sentence that stands alone counts: a fragment ("Delhi.") occurs in plenty of
+    text that does not say what the answer claims."""
+    if len(sentence.split()) <= SHORT_ANSWER_WORDS:
+        return []
+    needle = _normalised(sentence)
+    return [j for j, e in enumerate(evidence) if needle in " ".join(e["text"].split()).lower()]
+
+
 def check_grounding(question: str, sentences: list[tuple[str, list[int]]], evidence: list[dict]) -> list[SentenceCheck]:
-    """The best entailment of each sentence's claim, cited evidence first: a sentence its own
+    """The best entailment of each sentence's claim. A sentence copied from its evidence (`verbatim`)
+    and judged as it stands is grounded by construction (1.0): the NLI model, whose entailment tops
+    out near 0.99, would otherwise let a quote miss the threshold by a thousandth. The rest, cited
+    evidence first: a sentence its own
     citations already support at the threshold is not searched further (the usual case: 5 NLI
     pairs for a 5-sentence answer instead of 5 x 8); the others are scored against all evidence,
     and SOURCE evidence is scored for every sentence only when no sentence has shown source
@@ -166,6 +184,13 @@ def check_grounding(question: str, sentences: list[tuple[str, list[int]]], evide
     def best(i: int, among=None) -> float:
         return max((p for j, p in scores[i].items() if among is None or j in among), default=0.0)
 
+    copied = [verbatim_in(sentence, evidence) for sentence, _ in sentences]
+    for i, found in enumerate(copied):
+        # Only where the claim is the sentence itself. A one-sentence answer is judged as its claim
+        # about the question ("Who leads X? <sentence>"), which a quote of another fact does not
+        # support: until an answer judge can tell that, the NLI model must still judge it.
+        if claims[i] == sentences[i][0]:
+            scores[i].update(dict.fromkeys(found, 1.0))
     score([(i, index_of[n]) for i, (_, cited) in enumerate(sentences) for n in cited if n in index_of])
     score([(i, j) for i in range(len(claims)) if best(i) < threshold for j in range(len(evidence))])
     if not any(best(i, source) >= threshold for i in range(len(claims))):
@@ -178,7 +203,7 @@ def check_grounding(question: str, sentences: list[tuple[str, list[int]]], evide
                 sentence=sentence, claim=claim, cited=cited,
                 entailment=round(scores[i][top], 4) if top is not None else 0.0,
                 best_n=evidence[top]["n"] if top is not None else None,
-                source_entailment=round(best(i, source), 4),
+                source_entailment=round(best(i, source), 4), verbatim=bool(copied[i]),
             )
         )  # fmt: skip
     return checks
@@ -256,7 +281,7 @@ def validate(writeback: WriteBack, *, answer: str | None = None) -> Validation:
         critique.append({
             "check": "grounding", "score": grounding, "threshold": threshold,
             "sentence": weakest.sentence if weakest else "", "claim": weakest.claim if weakest else "",
-            "entailment": weakest.entailment if weakest else 0.0,
+            "entailment": weakest.entailment if weakest else 0.0, "verbatim": bool(weakest and weakest.verbatim),
         })  # fmt: skip
     elif not any(c.source_entailment >= threshold for c in checks):
         critique.append({"check": "loop_guard", "reason": "no sentence is entailed by a source document",
@@ -281,7 +306,9 @@ def critique_text(question: str, critique: list[dict]) -> str:
     reasons = []
     for item in critique:
         check = item["check"]
-        if check == "grounding":
+        if check == "grounding" and item.get("verbatim"):  # true of a quote: it is in the evidence
+            reasons.append(f'the quote "{item["sentence"]}" could not be confirmed to answer the question')
+        elif check == "grounding":
             reasons.append(f'the claim "{item["claim"]}" was not supported by the evidence')
         elif check == "attribution":
             if item["bad_citations"]:
@@ -296,23 +323,28 @@ def critique_text(question: str, critique: list[dict]) -> str:
             reasons.append("its evidence was retracted")
         elif check == "relevance":
             reasons.append("it did not answer the question asked")
-        elif check == "novelty":
-            reasons.append("it repeated what the knowledge base already says")
+    # Novelty is not named: repeating the knowledge base is no mistake to warn a later answer about.
+    reasons = reasons or ["it repeated what the knowledge base already says"]  # novelty alone: warns no one
     return f'An answer to "{question[:200]}" was rejected: ' + "; ".join(reasons) + "."
 
 
 def critique_record(
     writeback: WriteBack, critique: list[dict], *, source: str, embedding, actor: AbstractBaseUser | None = None
 ) -> Critique:
-    """A Critique readable by readers of all of the write-back's evidence collections. A rejection
-    for novelty alone does not warn: a duplicate teaches the generator nothing."""
+    """A Critique readable by readers of all of the write-back's evidence collections. It warns later
+    answers only when it names a mistake: not for novelty (a duplicate teaches nothing), nor for a
+    quote of the evidence the NLI model could not confirm (the judge's doubt, not the answer's fault)."""
     row = Critique.objects.create(
         writeback=writeback, source=source, question=writeback.question,
         text=critique_text(writeback.question, critique), checks=critique, embedding=embedding, created_by=actor,
-        warns=any(item["check"] != "novelty" for item in critique),
+        warns=any(_names_a_mistake(item) for item in critique),
     )  # fmt: skip
     row.collections.set({d.collection_id for d in writeback.evidence_documents.all()} | {writeback.collection_id})
     return row
+
+
+def _names_a_mistake(item: dict) -> bool:
+    return item["check"] != "novelty" and not (item["check"] == "grounding" and item.get("verbatim"))
 
 
 def _scores(validation: Validation) -> dict:
@@ -347,20 +379,11 @@ def writeback_validate(writeback_id: int) -> WriteBack | None:
 def verdict_record(writeback: WriteBack, validation: Validation, *, actor: AbstractBaseUser | None) -> None:
     """Store the scores and the verdict, with an ExperienceLog, a Critique when rejected, an audit row."""
     before = writeback.status
-    writeback.grounding, writeback.attribution, writeback.novelty, writeback.relevance = (
-        validation.grounding, validation.attribution, validation.novelty, validation.relevance,
-    )  # fmt: skip
-    writeback.sentences = [vars(c) for c in validation.sentences]
-    writeback.nearest, writeback.critique, writeback.text = validation.nearest, validation.critique, validation.text
-    writeback.embedding, writeback.validated_at = validation.embedding, timezone.now()
+    _scores_store(writeback, validation)
     writeback.status = WriteBack.Status.PENDING_REVIEW if validation.passed else WriteBack.Status.REJECTED
     writeback.held = cap_reason(writeback.collection) if validation.passed else ""
     writeback.save()
-    ExperienceLog.objects.update_or_create(
-        writeback=writeback,
-        defaults={"question": writeback.question, "accepted": validation.passed, "scores": _scores(validation),
-                  "embedding": validation.question_embedding},
-    )  # fmt: skip
+    _experience_store(writeback, validation, accepted=validation.passed)
     if not validation.passed:
         critique_record(writeback, validation.critique, source=Critique.Source.VALIDATION,
                         embedding=validation.question_embedding, actor=actor)  # fmt: skip
@@ -368,6 +391,40 @@ def verdict_record(writeback: WriteBack, validation: Validation, *, actor: Abstr
     audit("writeback.validate", writeback, actor=actor,
           summary=f"rejected: {failed}" if failed else "passed: awaits review",
           before={"status": before}, after={"status": writeback.status, **_scores(validation)})  # fmt: skip
+
+
+def advice_record(
+    writeback: WriteBack, validation: Validation, *, answer: str, actor: AbstractBaseUser, note: str = ""
+) -> None:
+    """A curator's edited `answer`, validated as advice: it replaces the answer, its scores and what
+    would be published are stored, the status is left to the curator's decision, and no critique is
+    made. The audit row says which checks the curator overrode."""
+    before, writeback.answer = writeback.answer, answer
+    _scores_store(writeback, validation)
+    writeback.save()
+    _experience_store(writeback, validation, accepted=True)  # accepted: by the curator
+    failed = ", ".join(item["check"] for item in validation.critique)
+    audit("writeback.edit", writeback, actor=actor,
+          summary=note or (f"approved over failed checks: {failed}" if failed else "edited; passes validation"),
+          before={"answer": before}, after={"answer": writeback.answer, **_scores(validation),
+                                            "overridden": [item["check"] for item in validation.critique]})  # fmt: skip
+
+
+def _scores_store(writeback: WriteBack, validation: Validation) -> None:
+    writeback.grounding, writeback.attribution, writeback.novelty, writeback.relevance = (
+        validation.grounding, validation.attribution, validation.novelty, validation.relevance,
+    )  # fmt: skip
+    writeback.sentences = [vars(c) for c in validation.sentences]
+    writeback.nearest, writeback.critique, writeback.text = validation.nearest, validation.critique, validation.text
+    writeback.embedding, writeback.validated_at = validation.embedding, timezone.now()
+
+
+def _experience_store(writeback: WriteBack, validation: Validation, *, accepted: bool) -> None:
+    ExperienceLog.objects.update_or_create(
+        writeback=writeback,
+        defaults={"question": writeback.question, "accepted": accepted, "scores": _scores(validation),
+                  "embedding": validation.question_embedding},
+    )  # fmt: skip
 
 
 def _auto_publishable(validation: Validation) -> bool:

@@ -19,7 +19,7 @@ from corpus.writebacks import writeback_propose, writeback_publish
 from pipeline.models import Critique, ExperienceLog
 from pipeline.nli_data import read_jsonl
 from pipeline.services import question_answer
-from pipeline.validation import answer_sentences, proposed_text, writeback_validate
+from pipeline.validation import answer_sentences, proposed_text, validate, writeback_validate
 from tests import loopback
 from tests.conftest import client_for
 
@@ -329,15 +329,77 @@ def test_critiques_of_private_evidence_stay_private(handbook, finance, alice, ch
     assert critiques_similar(user=charlie, query_vector=vector) == []
 
 
-def test_an_edit_is_validated_again_before_it_is_published(handbook, bob):
+def test_approving_an_edit_publishes_it_with_validation_as_advice(handbook, bob):
     (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
     writeback = propose([lead], "The Aurora project is led by Dr. Mira Okafor [1].", question="Who leads Aurora?")
     WriteBack.objects.filter(id=writeback.id).update(status=WriteBack.Status.PENDING_REVIEW)
-    edited = "The Aurora project is led by Dr. Samuel Berg [1]."
+    edited = "The Aurora project is led by Dr. Samuel Berg [1]."  # the curator knows better than the evidence
     response = client_for(bob).post(f"/api/v1/writebacks/{writeback.id}/approve", {"answer": edited}, format="json")
-    assert response.status_code == 200 and response.json()["status"] == "REJECTED"
-    assert "grounding" in [c["check"] for c in response.json()["critique"]]
-    assert actions_on(writeback) == ["writeback.edit", "writeback.validate"]
+    body = response.json()
+    assert response.status_code == 200 and body["status"] == "PUBLISHED"
+    assert body["answer"] == edited and body["grounding"] < body["thresholds"]["grounding"]
+    assert "grounding" in [c["check"] for c in body["critique"]]  # advice, shown to the curator
+    assert "Samuel Berg" in Document.objects.get(id=body["document_id"]).chunks.first().text
+    assert not Critique.objects.filter(writeback=writeback).exists()  # no lesson for later answers
+    assert actions_on(writeback) == ["writeback.edit", "writeback.publish"]
+    edit = AuditEvent.objects.get(action="writeback.edit", object_id=str(writeback.id))
+    assert "grounding" in edit.after["overridden"] and edit.before["answer"].startswith(
+        "The Aurora project is led by Dr. Mira"
+    )
+
+
+def test_a_sentence_copied_from_its_evidence_is_grounded_by_construction(handbook):
+    lead, budget = chunks_of(*Document.objects.filter(collection=handbook).order_by("id"))
+    quotes = [
+        "The Aurora project is led by Dr. Mira Okafor, who joined the research division in 2019.",
+        "The Aurora project has a budget of 4.2 million euros for the year 2026.",
+    ]
+    verbatim = propose([lead, budget], f"{quotes[0]} [1] {quotes[1].lower()} [2]")  # case and spacing aside
+    validation = validate(verbatim)
+    assert [(c.verbatim, c.entailment) for c in validation.sentences] == [(True, 1.0), (True, 1.0)]
+    assert validation.grounding == 1.0
+    reworded = validate(
+        verbatim, answer=f"Dr. Mira Okafor, who joined in 2019, leads the Aurora project [1]. {quotes[1]} [2]"
+    )
+    assert [c.verbatim for c in reworded.sentences] == [False, True]  # the first judged by the NLI model
+    # One sentence alone is judged as its claim about the question: a quote proves the quote, not
+    # that it answers (the budget does not say who leads), so the NLI model still judges it.
+    alone = validate(propose([budget], f"{quotes[1]} [1]", question=LEAD_QUESTION))
+    assert alone.sentences[0].verbatim and alone.sentences[0].entailment < 1.0
+    assert not validate(verbatim, answer="Okafor [1].").sentences[0].verbatim  # a fragment is never a quote
+
+
+def test_a_rejected_quote_of_its_evidence_is_never_called_unsupported_and_warns_no_one(handbook, charlie):
+    """The Guyana case: a right answer copied from its evidence, judged as its claim about the
+    question, missed the grounding threshold, and later askers were warned that a source sentence
+    "was not supported by the evidence; it repeated what the knowledge base already says"."""
+    (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
+    quote = "The Aurora project is led by Dr. Mira Okafor, who joined the research division in 2019."
+    writeback = propose([lead], f"{quote} [1]", question=LEAD_QUESTION)
+    writeback_validate(writeback.id)
+    writeback.refresh_from_db()
+    assert writeback.status == WriteBack.Status.REJECTED  # a duplicate of its source, at least
+    critique = Critique.objects.get(writeback=writeback)
+    assert not critique.warns and "not supported" not in critique.text
+    checks = [c["check"] for c in critique.checks]
+    assert "novelty" in checks
+    if "grounding" in checks:  # the NLI model's doubt, said as what it is
+        assert "could not be confirmed to answer the question" in critique.text and "repeated" not in critique.text
+    assert question_answer(user=charlie, question=LEAD_QUESTION, mode="fast").warnings == []
+
+
+def test_the_same_lesson_warns_once(handbook, charlie, bob):
+    from corpus.embedder import get_embedder
+    from pipeline.selectors import critiques_similar
+
+    (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
+    for _ in range(3):  # the same question, rejected three times for the same reason
+        writeback = propose([lead], "Dr. Mira Okafor [1].", question=LEAD_QUESTION)
+        WriteBack.objects.filter(id=writeback.id).update(status=WriteBack.Status.PENDING_REVIEW)
+        client_for(bob).post(f"/api/v1/writebacks/{writeback.id}/reject", {"reason": "give her title"}, format="json")
+    vector = get_embedder().embed([LEAD_QUESTION])[0]
+    (warning,) = critiques_similar(user=charlie, query_vector=vector)
+    assert "give her title" in warning.text
 
 
 def test_writeback_endpoints_are_for_curators_and_check_their_input(handbook, alice, bob):
