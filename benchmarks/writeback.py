@@ -497,7 +497,7 @@ def validation_cost(runs: int, user) -> dict:
             if len(answer_sentences(answer)) == 5:
                 break
         assert len(answer_sentences(answer)) == 5, answer
-        writeback = writeback_propose(
+        writeback, _ = writeback_propose(
             response_id=uuid.uuid4(), asked_by=user, question=rows[0].question, answer=answer, evidence=evidence,
             collection_id=collection.id,
         )  # fmt: skip

@@ -251,6 +251,9 @@ CAIRN_ANSWER_RELEVANCE_THRESHOLD = env_float(
     minimum=0.0,
     maximum=1.0,
 )
+# The same question, for merging repeated candidates: MiniLM puts reworded questions at 0.9+ and
+# distinct questions on one topic at 0.6-0.8 (README, reputation); a merge also needs the same answer.
+CAIRN_WRITEBACK_SAME_QUESTION = env_float("CAIRN_WRITEBACK_SAME_QUESTION", 0.85, minimum=0.0, maximum=1.0)
 CAIRN_WRITEBACK_ALPHA_MAX = env_float("CAIRN_WRITEBACK_ALPHA_MAX", 0.2, minimum=0.0, maximum=1.0)
 # Policy: publish without review what clears these stricter bars (off: curators review everything).
 CAIRN_AUTO_PUBLISH = env_bool("CAIRN_AUTO_PUBLISH", False)

@@ -154,6 +154,12 @@ class WriteBack(models.Model):
     held = models.CharField(max_length=200, blank=True, help_text="Why it waits (the generated-content cap).")
     versions = models.JSONField(default=dict, blank=True, help_text="Generator, prompt and verifier versions.")
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    question_embedding = VectorField(
+        dimensions=EMBEDDING_DIM, null=True, blank=True, help_text="Finds the same question asked again."
+    )
+    asked = models.PositiveIntegerField(
+        default=1, help_text="Answers merged into it: the question asked again (or reworded), answered the same."
+    )
     document = models.OneToOneField(
         Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="writeback"
     )
@@ -173,6 +179,25 @@ class WriteBack(models.Model):
 
     def __str__(self) -> str:
         return f"write-back {self.id}: {self.question[:60]}"
+
+
+class WriteBackAsking(models.Model):
+    """One answer that proposed a write-back: the first, and each later answer to the same question
+    (asked again or reworded) with the same answer, merged into it instead of becoming a duplicate."""
+
+    writeback = models.ForeignKey(WriteBack, on_delete=models.CASCADE, related_name="askings")
+    response_id = models.UUIDField(unique=True)
+    question = models.TextField()
+    asked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    asked_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["asked_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.question[:60]} ({self.asked_at:%Y-%m-%d})"
 
 
 class AppendOnlyQuerySet(models.QuerySet):

@@ -8,31 +8,85 @@ evidence came from (Document.requires_collections), and linked to the documents 
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
+from pgvector.django import CosineDistance
 from rest_framework import status
 
 from config.exceptions import CairnError
 from corpus.audit import audit
 from corpus.embedder import Embedder
 from corpus.extract import ExtractedDocument
-from corpus.models import Collection, Document, WriteBack
+from corpus.models import Collection, Document, WriteBack, WriteBackAsking
 from corpus.services import documents_ingest
 
 
 def writeback_propose(
-    *, response_id, asked_by, question: str, answer: str, evidence: list[dict], collection_id: int
-) -> WriteBack:
-    """A candidate in PENDING_VALIDATION: written in the answer's own transaction, so no answer's
-    candidate is lost between the response and the worker."""
-    writeback = WriteBack.objects.create(
-        response_id=response_id, asked_by=asked_by, question=question, answer=answer, evidence=evidence,
-        collection_id=collection_id,
-    )  # fmt: skip
-    writeback.evidence_documents.set({e["document_id"] for e in evidence if e.get("document_id")})
-    return writeback
+    *,
+    response_id,
+    asked_by,
+    question: str,
+    answer: str,
+    evidence: list[dict],
+    collection_id: int,
+    question_embedding=None,
+) -> tuple[WriteBack, bool]:
+    """(the candidate, whether it is new). Written in the answer's own transaction, so no answer's
+    candidate is lost between the response and the worker. The same question asked again or reworded
+    (question cosine >= CAIRN_WRITEBACK_SAME_QUESTION) and answered the same (citations and spacing
+    aside) is merged into the existing candidate: it counts the asking instead of becoming a
+    duplicate for curators to review and validation to reject again. A different answer to the same
+    question is a candidate of its own, shown beside its siblings (same_question_candidates)."""
+    with transaction.atomic():
+        if question_embedding is not None:
+            for existing in same_question_candidates(question_embedding, collection_id=collection_id, lock=True):
+                if same_answer(existing.answer, answer):
+                    WriteBack.objects.filter(id=existing.id).update(asked=F("asked") + 1)
+                    WriteBackAsking.objects.create(
+                        writeback=existing, response_id=response_id, question=question, asked_by=asked_by
+                    )
+                    existing.refresh_from_db()
+                    return existing, False
+        writeback = WriteBack.objects.create(
+            response_id=response_id, asked_by=asked_by, question=question, answer=answer, evidence=evidence,
+            collection_id=collection_id, question_embedding=question_embedding,
+        )  # fmt: skip
+        WriteBackAsking.objects.create(
+            writeback=writeback, response_id=response_id, question=question, asked_by=asked_by
+        )
+        writeback.evidence_documents.set({e["document_id"] for e in evidence if e.get("document_id")})
+    return writeback, True
+
+
+def same_question_candidates(question_embedding, *, collection_id: int, lock: bool = False, exclude_id=None):
+    """Candidates in `collection_id` (any status but retracted) whose question is the same as this
+    one, by question cosine >= CAIRN_WRITEBACK_SAME_QUESTION, nearest first."""
+    candidates = (
+        WriteBack.objects.filter(collection_id=collection_id, question_embedding__isnull=False)
+        .exclude(status=WriteBack.Status.RETRACTED)
+        .exclude(id=exclude_id)
+        .annotate(distance=CosineDistance("question_embedding", list(map(float, question_embedding))))
+        .filter(distance__lte=1 - settings.CAIRN_WRITEBACK_SAME_QUESTION)
+        .order_by("distance", "id")
+    )
+    return candidates.select_for_update(of=("self",)) if lock else candidates
+
+
+_CITATIONS = re.compile(r"\s*\[\d+\]")
+
+
+def same_answer(a: str, b: str) -> bool:
+    """The same answer, whatever its citation numbers (they follow the evidence's order) and spacing."""
+
+    def plain(text: str) -> str:
+        return " ".join(_CITATIONS.sub("", text).split()).lower()
+
+    return plain(a) == plain(b)
 
 
 def generated_share(collection: Collection, *, adding: int = 0) -> float:

@@ -3,11 +3,13 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from config.exceptions import CairnError
 from corpus.models import WriteBack
+from corpus.writebacks import same_question_candidates
 from pipeline.models import Answer, Critique, Evidence, ExperienceLog
 from pipeline.review import writeback_approve, writeback_dismiss
 
@@ -99,18 +101,21 @@ class WriteBackAdmin(admin.ModelAdmin):
     """The curators' review queue. Every decision goes through pipeline.review, as the API's do."""
 
     form = ReviewForm
-    list_display = ["id", "short_question", "status", "collection", "grounding", "attribution", "novelty", "relevance", "held",
-                    "created_at"]  # fmt: skip
+    list_display = ["id", "short_question", "asked", "status", "collection", "grounding", "attribution", "novelty",
+                    "relevance", "held", "created_at"]  # fmt: skip
+    ordering = ["-asked", "-created_at"]  # the most-asked first: what most people would read
     list_filter = ["status", "collection", ScoreBandFilter, ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["collection"]
     search_fields = ["question", "answer"]
     date_hierarchy = "created_at"
     actions = ["approve", "reject"]
-    readonly_fields = ["status", "question", "text", "scores", "sentences_against_evidence", "nearest_existing", "critique",
+    readonly_fields = ["status", "question", "asked", "askings_list", "siblings", "text", "scores",
+                       "sentences_against_evidence", "nearest_existing", "critique",
                        "held", "collection", "document", "response_id", "reviewer", "review_note", "versions",
                        "created_at", "validated_at", "reviewed_at", "published_at", "retracted_at"]  # fmt: skip
     fieldsets = [
         (None, {"fields": ["status", "question", "answer", "text", "decision", "reason"]}),
+        ("Asked", {"fields": ["asked", "askings_list", "siblings"]}),
         ("Validation", {"fields": ["scores", "sentences_against_evidence", "nearest_existing", "critique", "held"]}),
         ("Provenance", {"fields": ["collection", "document", "response_id", "reviewer", "review_note", "versions",
                                    "created_at", "validated_at", "reviewed_at", "published_at", "retracted_at"]}),
@@ -125,6 +130,27 @@ class WriteBackAdmin(admin.ModelAdmin):
     @admin.display(description="question")
     def short_question(self, obj):
         return obj.question[:80]
+
+    @admin.display(description="questions that asked it")
+    def askings_list(self, obj):
+        return format_html_join(
+            mark_safe("<br>"), "{} — {}",
+            ((f"{a.asked_at:%Y-%m-%d %H:%M}", a.question) for a in obj.askings.all()[:50]),
+        )  # fmt: skip
+
+    @admin.display(description="other answers to the same question")
+    def siblings(self, obj):
+        if obj.question_embedding is None:
+            return "—"
+        others = same_question_candidates(obj.question_embedding, collection_id=obj.collection_id, exclude_id=obj.id)
+        rows = format_html_join(
+            "", '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>',
+            ((reverse("admin:corpus_writeback_change", args=[w.id]), w.id, w.status, w.asked, w.answer[:600])
+             for w in others[:10]),
+        )  # fmt: skip
+        if not rows:
+            return "—"
+        return format_html("<table><tr><th>id</th><th>status</th><th>asked</th><th>answer</th></tr>{}</table>", rows)
 
     @admin.display(description="scores against thresholds")
     def scores(self, obj):

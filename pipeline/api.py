@@ -102,12 +102,15 @@ class WriteBackSerializer(serializers.ModelSerializer):
     document_id = serializers.IntegerField(allow_null=True)
     reviewer = serializers.CharField(source="reviewer.username", allow_null=True, default=None)
     thresholds = serializers.SerializerMethodField()
+    askings = serializers.SlugRelatedField(
+        many=True, read_only=True, slug_field="question", help_text="Each question merged into it, first asked first."
+    )
 
     class Meta:
         model = WriteBack
         fields = [
-            "id", "response_id", "status", "question", "answer", "collection", "grounding", "attribution", "novelty",
-            "relevance",
+            "id", "response_id", "status", "question", "asked", "askings", "answer", "collection", "grounding",
+            "attribution", "novelty", "relevance",
             "thresholds", "sentences", "nearest", "critique", "held", "evidence", "document_id", "reviewer",
             "review_note", "created_at", "validated_at", "reviewed_at", "published_at", "retracted_at",
         ]  # fmt: skip
@@ -122,7 +125,7 @@ class WriteBackSerializer(serializers.ModelSerializer):
 
 
 class WriteBackListApi(ListAPIView):
-    """Curators: write-backs, newest first, `?status=` one of the statuses."""
+    """Curators: write-backs, the most-asked first, then the newest; `?status=` one of the statuses."""
 
     permission_classes = [IsCurator]
     serializer_class = WriteBackSerializer

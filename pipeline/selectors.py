@@ -44,6 +44,11 @@ def critiques_similar(*, user: AbstractBaseUser, query_vector, limit: int | None
 
 
 def writeback_list(*, status: str | None = None) -> QuerySet[WriteBack]:
-    """Write-backs for curators, newest first, optionally of one status."""
-    writebacks = WriteBack.objects.select_related("collection", "document", "reviewer").order_by("-created_at", "-id")
+    """Write-backs for curators, the most-asked first, then the newest, optionally of one status, with the
+    questions that asked each."""
+    writebacks = (
+        WriteBack.objects.select_related("collection", "document", "reviewer")
+        .prefetch_related("askings")
+        .order_by("-asked", "-created_at", "-id")
+    )
     return writebacks.filter(status=status) if status else writebacks

@@ -264,8 +264,10 @@ def record(state: QueryState) -> None:
             response_id=state.record.response_id, user=state.user, credited=credited(state),
             question_vector=state.query_vector,
         )  # fmt: skip
-        if settings.CAIRN_WRITEBACK and (writeback := propose(state)) is not None:
-            transaction.on_commit(lambda: writeback_validate_enqueue(writeback.id))
+        if settings.CAIRN_WRITEBACK and (proposed := propose(state)) is not None:
+            writeback, new = proposed
+            if new:  # a merged repeat was validated (or is queued) already
+                transaction.on_commit(lambda: writeback_validate_enqueue(writeback.id))
 
 
 def credited(state: QueryState) -> list[tuple[int, float]]:
@@ -278,7 +280,8 @@ def credited(state: QueryState) -> list[tuple[int, float]]:
 
 
 def propose(state: QueryState):
-    """Propose a found answer as a corpus addition (PENDING_VALIDATION), with a snapshot of the
+    """Propose a found answer as a corpus addition (PENDING_VALIDATION), or count it on the candidate
+    of the same question with the same answer ((write-back, new?) either way), with a snapshot of the
     verified corpus evidence it was written from. An answer that cites external or inferred
     evidence is not proposed: external passages never enter the corpus by this path, and inferred
     evidence is the model's own. It goes to the collection of its most trusted cited evidence."""
@@ -295,7 +298,7 @@ def propose(state: QueryState):
     ]
     return writeback_propose(
         response_id=state.record.response_id, asked_by=state.user, question=state.question, answer=generation.text,
-        evidence=evidence, collection_id=best.hit.collection_id,
+        evidence=evidence, collection_id=best.hit.collection_id, question_embedding=state.query_vector,
     )  # fmt: skip
 
 

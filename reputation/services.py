@@ -24,7 +24,7 @@ from pgvector.django import VectorField
 from config.exceptions import CairnError
 from config.postgres.prepared import fetch_prepared, instance_from_row, returning
 from corpus.audit import audit
-from corpus.models import Chunk, WriteBack
+from corpus.models import Chunk, WriteBack, WriteBackAsking
 from reputation.models import Credit, Feedback, Reputation
 from reputation.scoring import LONG_TERM_RATE, Signals, credit_shares, decisiveness, outcome_terms
 
@@ -62,10 +62,12 @@ def _decay_since(column: str) -> str:
 _FEEDBACK = Feedback._meta.db_table
 _REPUTATION = Reputation._meta.db_table
 
-# The asker's credit for an answer, with the answer's grounding (the judge signal) if validated.
+# The asker's credit for an answer, with the answer's grounding (the judge signal) if validated:
+# the grounding of the write-back it proposed, or was merged into as a repeat of its question.
 _CREDIT = f"""
 SELECT c.shares, (SELECT w.grounding FROM {WriteBack._meta.db_table} w
-                  WHERE w.response_id = c.response_id AND w.grounding IS NOT NULL LIMIT 1)
+                  JOIN {WriteBackAsking._meta.db_table} a ON a.writeback_id = w.id
+                  WHERE a.response_id = c.response_id AND w.grounding IS NOT NULL LIMIT 1)
 FROM {Credit._meta.db_table} c WHERE c.response_id = %(response_id)s AND c.user_id = %(user_id)s
 """
 

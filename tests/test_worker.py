@@ -67,7 +67,7 @@ def status_of(writeback_id: int) -> str:
 def test_a_worker_killed_mid_validation_leaves_the_candidate_pending_and_a_restart_finishes_it():
     def propose_and_enqueue() -> int:
         chunk = Chunk.objects.select_related("document").filter(document__collection__slug="demo").first()
-        writeback = writeback_propose(
+        writeback, _ = writeback_propose(
             response_id=uuid.uuid4(), asked_by=None, question=f"What does {chunk.document.title} say?",
             answer=f"{chunk.text.split('. ')[0]}. [1]", collection_id=chunk.document.collection_id,
             evidence=[{"n": 1, "chunk_id": chunk.id, "document_id": chunk.document_id, "title": chunk.document.title,

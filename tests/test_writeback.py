@@ -89,7 +89,7 @@ def propose(chunks: list[Chunk], answer: str, question: str = QUESTION, user=Non
     return writeback_propose(
         response_id=__import__("uuid").uuid4(), asked_by=user, question=question, answer=answer, evidence=evidence,
         collection_id=chunks[0].document.collection_id,
-    )  # fmt: skip
+    )[0]  # fmt: skip
 
 
 def published(writeback: WriteBack, curator) -> WriteBack:
@@ -400,6 +400,55 @@ def test_the_same_lesson_warns_once(handbook, charlie, bob):
     vector = get_embedder().embed([LEAD_QUESTION])[0]
     (warning,) = critiques_similar(user=charlie, query_vector=vector)
     assert "give her title" in warning.text
+
+
+def test_a_question_asked_again_is_counted_on_its_candidate_not_proposed_again(
+    handbook, charlie, alice, bob, q_sync, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        first = question_answer(user=charlie, question=LEAD_QUESTION, mode="fast")
+        again = question_answer(user=alice, question=LEAD_QUESTION, mode="fast")
+    (writeback,) = WriteBack.objects.filter(collection=handbook)
+    assert writeback.asked == 2 and writeback.response_id == first.record.response_id
+    assert [a.response_id for a in writeback.askings.all()] == [first.record.response_id, again.record.response_id]
+    assert ExperienceLog.objects.filter(writeback=writeback).count() == 1  # validated once
+    listed = client_for(bob).get("/api/v1/writebacks").json()["results"][0]
+    assert listed["id"] == writeback.id and listed["asked"] == 2 and listed["askings"] == [LEAD_QUESTION] * 2
+
+
+def test_a_reworded_question_merges_only_with_the_same_answer_and_a_different_answer_is_a_sibling(
+    handbook, bob, client
+):
+    from corpus.embedder import get_embedder
+    from corpus.writebacks import same_question_candidates
+
+    lead, budget = chunks_of(*Document.objects.filter(collection=handbook).order_by("id"))
+    reworded = "Who is the leader of the Aurora project?"
+    vectors = get_embedder().embed([LEAD_QUESTION, reworded, "What is the budget of the Aurora project?"])
+
+    def propose_asked(question, vector, chunks, answer):
+        evidence = [{"n": n, "chunk_id": c.id, "document_id": c.document_id, "title": c.document.title, "text": c.text}
+                    for n, c in enumerate(chunks, start=1)]  # fmt: skip
+        return writeback_propose(response_id=__import__("uuid").uuid4(), asked_by=None, question=question,
+                                 answer=answer, evidence=evidence, collection_id=handbook.id,
+                                 question_embedding=vector)  # fmt: skip
+
+    original, new = propose_asked(LEAD_QUESTION, vectors[0], [lead], "Dr. Mira Okafor leads it [1].")
+    assert new
+    merged, new = propose_asked(reworded, vectors[1], [budget, lead], "Dr. Mira Okafor  leads it [2].")
+    assert not new and merged.id == original.id and merged.asked == 2  # citations renumbered, same answer
+    sibling, new = propose_asked(reworded, vectors[1], [lead], "Dr. Samuel Berg leads it [1].")
+    assert new and sibling.id != original.id
+    assert {w.id for w in same_question_candidates(vectors[1], collection_id=handbook.id)} == {original.id, sibling.id}
+    other, new = propose_asked(
+        "What is the budget of the Aurora project?", vectors[2], [budget], "Dr. Mira Okafor leads it [1]."
+    )
+    assert new  # another question is never merged, whatever its answer
+    assert WriteBack.objects.filter(collection=handbook).count() == 3
+    client.force_login(bob)  # the review page shows the wordings and the siblings side by side
+    page = client.get(f"/admin/corpus/writeback/{sibling.id}/change/").content.decode()
+    assert f"/admin/corpus/writeback/{original.id}/change/" in page and "Dr. Mira Okafor leads it" in page
+    assert reworded in client.get(f"/admin/corpus/writeback/{original.id}/change/").content.decode()
 
 
 def test_writeback_endpoints_are_for_curators_and_check_their_input(handbook, alice, bob):
