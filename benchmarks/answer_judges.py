@@ -20,10 +20,16 @@ published:
 - stacked: the gate's passage stack (models/calibration.json) over the two;
 - grounding: the score validation recorded (NLI over the evidence).
 
-And the root cause, on the NQ report part (never trained or calibrated on): the evaluator on each
-gold passage's sentences, those holding a gold answer vs those that do not (what the extractive
-generator chooses between), as a ROC-AUC and as the share of questions whose best-scored
-sentence holds the answer.
+- answer judge, best sentence: the answer judge (models/answer) on each standalone sentence, the max.
+
+And the root cause, on the NQ report part (never trained or calibrated on): the evaluator and the
+answer judge on each gold passage's sentences, those holding a gold answer vs those that do not
+(what the extractive generator chooses between), as a ROC-AUC and as the share of questions whose
+best-scored sentence holds the answer. Then both models on the answer judge's report part
+(pipeline/answer_data.py: SQuAD 2.0, XQuAD and QNLI articles and NQ/HaluEval rows never trained or
+calibrated on), with the share of answers and of other sentences the calibrated threshold accepts.
+
+    .venv/bin/python benchmarks/answer_judges.py [--card]   # --card: models/answer's metrics and card
 
 Writes benchmarks/results/answer_judges.json and answer_judges.png.
 """
@@ -35,9 +41,9 @@ import json
 import os
 from pathlib import Path
 
-from _common import RESULTS, django_setup, has_gold, roc_auc, shared_data_splits, write_result
+from _common import RESULTS, SHARED_DATA, django_setup, has_gold, roc_auc, shared_data_splits, write_result
 
-JUDGES = ("evaluator_whole", "evaluator_best_sentence", "cosine", "stacked", "grounding")
+JUDGES = ("evaluator_whole", "evaluator_best_sentence", "cosine", "stacked", "grounding", "answer_judge_best_sentence")
 
 
 def candidates(writeback: dict, dataset: str) -> list[dict]:
@@ -61,9 +67,9 @@ def judge(rows: list[dict]) -> dict:
 
     from corpus.embedder import cosine_similarities, get_embedder
     from pipeline.calibration import relevance_stacked
-    from pipeline.verifiers import get_relevance_model
+    from pipeline.verifiers import get_answer_judge, get_relevance_model
 
-    evaluator = get_relevance_model()
+    evaluator, answer_judge = get_relevance_model(), get_answer_judge()
     vectors = get_embedder().embed([r["question"] for r in rows] + [" ".join(r["standalone"]) for r in rows])
     questions, answers = vectors[: len(rows)], vectors[len(rows) :]
     scores = {name: [] for name in JUDGES}
@@ -74,6 +80,7 @@ def judge(rows: list[dict]) -> dict:
         scores["cosine"].append(cosine)
         scores["stacked"].append(relevance_stacked(whole, cosine, settings.CAIRN_RELEVANCE_STACK))
         scores["grounding"].append(row["scores"]["grounding"] or 0.0)
+        scores["answer_judge_best_sentence"].append(float(max(answer_judge.score(row["question"], row["standalone"]))))
     right = np.array([not r["hallucinated"] for r in rows])
     published = np.array([r["published"] for r in rows])
     result = {"candidates": len(rows), "right": int(right.sum()), "published": int(published.sum()),
@@ -87,17 +94,15 @@ def judge(rows: list[dict]) -> dict:
     return result
 
 
-def same_passage(splits: dict) -> dict:
-    """The evaluator on NQ report-part gold passages: answer sentences vs the rest."""
+def same_passage(splits: dict, model) -> dict:
+    """`model` (a RelevanceModel) on NQ report-part gold passages: answer sentences vs the rest."""
     import numpy as np
 
     from corpus.chunking import split_sentences
     from pipeline.nli_data import calibration_split
     from pipeline.relevance_data import nq_examples
     from pipeline.validation import SHORT_ANSWER_WORDS
-    from pipeline.verifiers import get_relevance_model
 
-    evaluator = get_relevance_model()
     _, report = calibration_split(splits["nq"][1])
     positives, negatives, answer_first = [], [], []
     for example in nq_examples(report):
@@ -106,7 +111,7 @@ def same_passage(splits: dict) -> dict:
         others = [s for s in sentences if not has_gold(s, example.answers)]
         if not holding or not others:
             continue
-        scores = evaluator.score(example.question, holding + others)
+        scores = model.score(example.question, holding + others)
         positives += list(scores[: len(holding)])
         negatives += list(scores[len(holding) :])
         answer_first.append(max(scores[: len(holding)]) > max(scores[len(holding) :]))
@@ -115,6 +120,51 @@ def same_passage(splits: dict) -> dict:
         "roc_auc": round(roc_auc(np.array(positives), np.array(negatives)), 3),
         "answer_sentence_scored_first": round(float(np.mean(answer_first)), 3),
     }  # fmt: skip
+
+
+HELD_OUT_PARTS = {
+    "qnli_squad_xquad": ("qnli", "squad2", "squad2-unanswerable", "xquad"),
+    "qnli": ("qnli",),
+    "squad2": ("squad2", "squad2-unanswerable"),
+    "xquad": ("xquad",),
+    "nq_gold_passages": ("nq",),
+    "halueval_knowledge": ("halueval",),
+}
+
+
+def held_out_pairs(splits: dict, models: dict) -> dict:
+    """Each model on the report part of the answer judge's held-out pairs (pipeline/answer_data.py:
+    SQuAD/XQuAD/QNLI articles and NQ/HaluEval rows never trained on, nor calibrated on): ROC-AUC,
+    accuracy at 0.5, and at the calibrated threshold the share of answers and of other sentences
+    accepted, per part."""
+    import numpy as np
+    from django.conf import settings
+
+    from pipeline.answer_data import answer_judge_sets
+
+    pairs = answer_judge_sets(SHARED_DATA, splits)["report"]
+    labels = np.array([p.label for p in pairs])
+    sources = np.array([p.source for p in pairs])
+    by_question: dict[str, list[int]] = {}
+    for i, p in enumerate(pairs):
+        by_question.setdefault(p.question, []).append(i)
+    result = {"pairs": len(pairs)}
+    for name, model in models.items():
+        scores = np.zeros(len(pairs))
+        for question, indices in by_question.items():  # one batched call per question
+            scores[indices] = model.score(question, [pairs[i].sentence for i in indices])
+        for part, members in HELD_OUT_PARTS.items():
+            chosen = np.isin(sources, members)
+            positives, negatives = scores[chosen & (labels == 1)], scores[chosen & (labels == 0)]
+            figures = {
+                "roc_auc": round(roc_auc(positives, negatives), 3),
+                "accuracy": round(float(np.mean((scores[chosen] > 0.5) == labels[chosen])), 3),
+            }
+            if name == "answer_judge" and settings.CAIRN_ANSWER_THRESHOLD is not None:
+                figures["answers_accepted"] = round(float(np.mean(positives >= settings.CAIRN_ANSWER_THRESHOLD)), 3)
+                figures["others_accepted"] = round(float(np.mean(negatives >= settings.CAIRN_ANSWER_THRESHOLD)), 3)
+            result.setdefault(part, {"pairs": int(chosen.sum())})[name] = figures
+    return result
 
 
 def plot(result: dict, path: Path) -> None:
@@ -143,16 +193,32 @@ def plot(result: dict, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writeback", type=Path, default=RESULTS / "writeback.json")
+    parser.add_argument("--card", action="store_true", help="Write the answer judge's metrics.json and model card.")
     args = parser.parse_args()
     splits = shared_data_splits()  # before the judges run: a missing data folder stops here
     django_setup()
+    from django.conf import settings
+
+    from pipeline.model_card import write_model_card
+    from pipeline.verifiers import get_answer_judge, get_relevance_model
+
+    models = {"evaluator": get_relevance_model(), "answer_judge": get_answer_judge()}
     writeback = json.loads(args.writeback.read_text())
     result = {
         "writeback_results": os.path.relpath(args.writeback, RESULTS.parent.parent),
         "writeback_measured_at": writeback["measured_at"],
         "judges": {dataset: judge(candidates(writeback, dataset)) for dataset in ("nq", "halueval")},
-        "same_passage_sentences_nq_report": same_passage(splits),
+        "same_passage_sentences_nq_report": {name: same_passage(splits, model) for name, model in models.items()},
+        "answer_judge_held_out": held_out_pairs(splits, models),
     }
+    if args.card:
+        held_out, nq = result["answer_judge_held_out"], result["same_passage_sentences_nq_report"]["answer_judge"]
+        metrics = {f"{part}_{measure}": held_out[part]["answer_judge"][measure]
+                   for part in HELD_OUT_PARTS for measure in ("roc_auc", "accuracy")}  # fmt: skip
+        metrics["nq_report_answer_sentence_scored_first"] = nq["answer_sentence_scored_first"]
+        metrics["nq_report_same_passage_roc_auc"] = nq["roc_auc"]
+        (settings.CAIRN_ANSWER_MODEL / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        print(f"wrote {write_model_card(settings.CAIRN_ANSWER_MODEL, 'answer')}")
     path = write_result("answer_judges", result)
     plot(result, RESULTS / "answer_judges.png")
     print(json.dumps(result, indent=2))

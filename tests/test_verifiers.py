@@ -59,6 +59,8 @@ def test_a_missing_model_is_an_error_naming_the_setting(tmp_path):
             verifiers.get_entailment_model()
         with pytest.raises(ImproperlyConfigured, match="CAIRN_RELEVANCE_MODEL"):
             verifiers.get_relevance_model()
+    with override_settings(CAIRN_ANSWER_MODEL=missing), pytest.raises(ImproperlyConfigured, match="CAIRN_ANSWER_MODEL"):
+        verifiers.get_answer_judge()
 
 
 def test_a_model_with_the_wrong_head_is_refused(tmp_path):
@@ -83,6 +85,35 @@ def test_the_shipped_relevance_model_prefers_the_passage_that_answers():
          "Tickets for the football final sold out within an hour."],
     )  # fmt: skip
     assert scores[0] > 0.5 > scores[1]
+
+
+@pytest.mark.parametrize(
+    ("question", "sentences", "answer"),
+    [
+        (
+            "How many days of annual leave do employees get?",
+            ["Annual leave is booked through the HR portal.", "Employees get 25 days of annual leave per year.",
+             "Unused annual leave expires at the end of March."],
+            1,
+        ),
+        (
+            "Who stole the Mona Lisa?",
+            ["The Mona Lisa is a portrait painted by Leonardo da Vinci.",
+             "The Mona Lisa hangs in the Louvre in Paris.",
+             "In 1911 the painting was stolen by Vincenzo Peruggia, an Italian handyman at the Louvre."],
+            2,
+        ),
+    ],
+)  # fmt: skip
+def test_the_shipped_answer_judge_ranks_the_answering_sentence_above_its_neighbours(question, sentences, answer):
+    """Its neighbours are on the same topic, and the relevance evaluator rates them all relevant
+    (0.96 to 0.99): at its calibrated threshold the judge accepts the one sentence that says the
+    answer and none of the others."""
+    from django.conf import settings
+
+    scores = verifiers.get_answer_judge().score(question, sentences)  # models/answer, from the repository
+    others = [score for i, score in enumerate(scores) if i != answer]
+    assert scores[answer] >= settings.CAIRN_ANSWER_THRESHOLD > max(others)
 
 
 def test_loading_a_verifier_never_switches_torchs_default_dtype(monkeypatch):

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from corpus.audit import audit
+from pipeline.answer_data import answer_judge_sets
 from pipeline.calibration import (
     read_calibration,
     relevance_stack_fit,
@@ -19,7 +20,7 @@ from pipeline.calibration import (
 )
 from pipeline.nli_data import DEFAULT_DATA, SharedDataMissing, calibration_split, claim_from, shared_splits
 from pipeline.relevance_data import score_pairs, shared_relevance_sets, tqdm_progress
-from pipeline.verifiers import get_entailment_model, get_relevance_model
+from pipeline.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
 
 
 class Command(BaseCommand):
@@ -92,6 +93,13 @@ class Command(BaseCommand):
         lower = min(threshold_for_false_rejection(stacked[passage_labels == 1], frr), upper)
         answer_relevance = threshold_for_false_acceptance(scores[labels == 0], far)
 
+        # The answer judge: does this sentence state the answer? Its negatives are the same passage's
+        # other sentences (pipeline/answer_data.py): at most `far` of them accepted.
+        judged = answer_judge_sets(data, splits)["calibration"]
+        judge_scores = np.concatenate([get_answer_judge().score(p.question, [p.sentence]) for p in judged])
+        judge_labels = np.array([p.label for p in judged])
+        answer_threshold = threshold_for_false_acceptance(judge_scores[judge_labels == 0], far)
+
         values = {
             "grounding_threshold": grounding,
             "auto_publish_grounding": auto_publish,
@@ -99,6 +107,7 @@ class Command(BaseCommand):
             "relevance_upper": upper,
             "relevance_lower": lower,
             "answer_relevance_threshold": answer_relevance,
+            "answer_threshold": answer_threshold,
             "target_false_acceptance": far,
             "target_false_rejection": frr,
             "target_search_budget": search_budget,
@@ -117,9 +126,13 @@ class Command(BaseCommand):
                 "questions": len(best),
                 "questions_below_upper": float(np.mean(np.array(list(best.values())) < upper)),
                 "negatives_above_answer_relevance": float(np.mean(scores[labels == 0] > answer_relevance)),
+                "answer_judge_pairs": len(judged),
+                "answer_judge_answers_accepted": float(np.mean(judge_scores[judge_labels == 1] > answer_threshold)),
+                "answer_judge_others_accepted": float(np.mean(judge_scores[judge_labels == 0] > answer_threshold)),
             },
             "nli_model": _shown(settings.CAIRN_NLI_MODEL),
             "relevance_model": _shown(settings.CAIRN_RELEVANCE_MODEL),
+            "answer_model": _shown(settings.CAIRN_ANSWER_MODEL),
             "calibrated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         before = read_calibration(output)
@@ -131,6 +144,7 @@ class Command(BaseCommand):
             "relevance_upper",
             "relevance_lower",
             "answer_relevance_threshold",
+            "answer_threshold",
         )
         audit("thresholds.calibrate", ("calibration", _shown(output)), summary="calibrate_gate wrote new thresholds",
               before={k: before.get(k) for k in keys}, after={k: values[k] for k in keys})  # fmt: skip
@@ -138,7 +152,7 @@ class Command(BaseCommand):
             f"grounding > {grounding:.3f} (right accepted {values['on_calibration_data']['right_accepted']:.1%}; "
             f"auto-publish > {auto_publish:.4f}), "
             f"relevance upper {upper:.3f} / lower {lower:.3f} (stack {stack}), answer relevance > "
-            f"{answer_relevance:.3f}; wrote {output}"
+            f"{answer_relevance:.3f}, answer judge > {answer_threshold:.3f}; wrote {output}"
         )
 
 

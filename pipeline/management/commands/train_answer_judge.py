@@ -1,0 +1,42 @@
+"""python manage.py train_answer_judge [--output models/answer] [--max-minutes 60] ..."""
+
+from collections import Counter
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from pipeline.answer_data import ANSWER_LABELS, answer_judge_sets
+from pipeline.nli_data import DEFAULT_DATA, SharedDataMissing, shared_splits
+from pipeline.training import add_training_arguments, train_command
+
+
+class Command(BaseCommand):
+    help = (
+        "Train Cairn's answer judge (does this sentence state an answer to this question?) on SQuAD 2.0, "
+        "XQuAD, QNLI and NQ/HaluEval gold passages, hard negatives from the same passage (seeded, "
+        "time-capped, resumable: re-run to continue)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="The shared data folder.")
+        add_training_arguments(parser, output=str(settings.CAIRN_ANSWER_MODEL), epochs=2, batch_size=32)
+        # It starts from the relevance evaluator, which already reads (question, text) pairs.
+        parser.set_defaults(base=str(settings.CAIRN_RELEVANCE_MODEL), max_length=128, learning_rate=3e-5)
+
+    def handle(self, *args, data, base, output, seed, **options):
+        try:
+            pairs = answer_judge_sets(data, shared_splits(data))["train"]
+        except SharedDataMissing as missing:
+            raise CommandError(missing.explain("--data")) from missing
+        train_command(
+            self.stdout,
+            "training the answer judge",
+            labels=ANSWER_LABELS,
+            pairs=[(p.question, p.sentence, p.label) for p in pairs],
+            counts=Counter((p.source, ANSWER_LABELS[p.label]) for p in pairs),
+            base=base,
+            output=output,
+            seed=seed,
+            options=options,
+        )
