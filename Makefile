@@ -45,8 +45,10 @@ bench: venv  ## run the benchmarks (minutes; figures and plots under benchmarks/
 	$(PY) benchmarks/verifiers.py
 	$(PY) benchmarks/serving.py
 
-verifiers: venv  ## retrain, calibrate and measure the shipped verifier models (about 2 hours on 2 cores)
+verifiers: venv  ## retrain, calibrate and measure the shipped verifier models (about 2.5 hours on 2 cores)
 	$(PY) manage.py train_nli
 	$(PY) manage.py train_relevance --max-minutes 90
+	$(PY) manage.py train_answer_judge
 	$(PY) manage.py calibrate_gate
 	$(PY) benchmarks/verifiers.py --card
+	$(PY) benchmarks/answer_judges.py --card
