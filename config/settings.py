@@ -299,6 +299,9 @@ REST_FRAMEWORK = {
     # Views that cost real work name a scope; each scope is limited per user, and anonymous callers
     # per address (accounts/throttling.py: one SQL statement, shared by every process and host).
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ScopedRateThrottle"],
+    # Anonymous callers are told apart by address: X-Forwarded-For is believed only behind proxies
+    # (0: the socket's peer address; DRF's default would take whatever the client sends).
+    "NUM_PROXIES": CAIRN_PROXY_COUNT,
     "DEFAULT_THROTTLE_RATES": {
         "query": env_rate("CAIRN_THROTTLE_QUERY", "30/minute"),
         "feedback": env_rate("CAIRN_THROTTLE_FEEDBACK", "120/minute"),

@@ -144,6 +144,8 @@ def test_anonymous_callers_are_limited_per_address_but_health_never_is():
         client = APIClient()
         assert [client.get("/api/schema/").status_code for _ in range(3)] == [200, 200, 429]
         assert all(client.get("/api/v1/health").status_code == 200 for _ in range(5))
+        # A forged X-Forwarded-For does not buy a fresh budget when no proxy is configured.
+        assert client.get("/api/schema/", HTTP_X_FORWARDED_FOR="203.0.113.9").status_code == 429
 
 
 # --- Errors --------------------------------------------------------------------------------------
