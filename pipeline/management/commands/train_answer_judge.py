@@ -20,7 +20,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="The shared data folder.")
-        add_training_arguments(parser, output=str(settings.CAIRN_ANSWER_MODEL), epochs=2, batch_size=32)
+        # 3 epochs: chosen over 2 on the calibration part (benchmarks/answer_judges.py, README).
+        add_training_arguments(parser, output=str(settings.CAIRN_ANSWER_MODEL), epochs=3, batch_size=32)
         # It starts from the relevance evaluator, which already reads (question, text) pairs.
         parser.set_defaults(base=str(settings.CAIRN_RELEVANCE_MODEL), max_length=128, learning_rate=3e-5)
 
