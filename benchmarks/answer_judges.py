@@ -141,18 +141,14 @@ def held_out_pairs(splits: dict, models: dict) -> dict:
     from django.conf import settings
 
     from pipeline.answer_data import answer_judge_sets
+    from pipeline.relevance_data import score_pairs
 
     pairs = answer_judge_sets(SHARED_DATA, splits)["report"]
     labels = np.array([p.label for p in pairs])
     sources = np.array([p.source for p in pairs])
-    by_question: dict[str, list[int]] = {}
-    for i, p in enumerate(pairs):
-        by_question.setdefault(p.question, []).append(i)
     result = {"pairs": len(pairs)}
     for name, model in models.items():
-        scores = np.zeros(len(pairs))
-        for question, indices in by_question.items():  # one batched call per question
-            scores[indices] = model.score(question, [pairs[i].sentence for i in indices])
+        scores = score_pairs(model, pairs)
         for part, members in HELD_OUT_PARTS.items():
             chosen = np.isin(sources, members)
             positives, negatives = scores[chosen & (labels == 1)], scores[chosen & (labels == 0)]

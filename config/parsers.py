@@ -22,11 +22,11 @@ def json_depth(value) -> int:
 
 class DepthLimitedJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.CAIRN_JSON_MAX_DEPTH
+        too_deep = ParseError(f"JSON parse error - nested deeper than {settings.CAIRN_JSON_MAX_DEPTH} levels.")
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:
-            raise ParseError(f"JSON parse error - nested deeper than {limit} levels.") from None
-        if json_depth(data) > limit:
-            raise ParseError(f"JSON parse error - nested deeper than {limit} levels.")
+            raise too_deep from None
+        if json_depth(data) > settings.CAIRN_JSON_MAX_DEPTH:
+            raise too_deep
         return data

@@ -39,7 +39,7 @@ HARD_NEGATIVES = 3
 @dataclass(frozen=True)
 class AnswerPair:
     question: str
-    sentence: str
+    text: str  # the sentence (named like RelevancePair's, so relevance_data.score_pairs scores both)
     label: int  # 1: states an answer to the question
     source: str
     group: str  # the article (or passage) it comes from: the unit of the train/held-out split

@@ -1,7 +1,6 @@
 """REST endpoints for asking questions, reading recorded answers, reviewing write-backs, and health."""
 
 from django.conf import settings
-from django.db import connection
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -11,6 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.postgres.base import installed_vector_version
 from corpus.embedder import embedder_loaded
 from corpus.models import WriteBack
 from corpus.permissions import IsCurator
@@ -193,10 +193,7 @@ class HealthApi(APIView):
     def get(self, request):
         vector, error = None, None
         try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-                row = cursor.fetchone()
-            vector = row[0] if row else None
+            vector = installed_vector_version()
         except Exception as exc:  # noqa: BLE001 - health reports any database failure, never raises
             error = str(exc)
         healthy = error is None and vector is not None

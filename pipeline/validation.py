@@ -144,8 +144,9 @@ def proposed_text(question: str, sentences: list[tuple[str, list[int]]], evidenc
     return " ".join(parts)
 
 
-def _normalised(text: str) -> str:
-    return " ".join(text.split()).rstrip(".!?;:").lower()
+def _plain(text: str) -> str:
+    """Text as compared word for word: whitespace collapsed, lower case."""
+    return " ".join(text.split()).lower()
 
 
 def verbatim_in(sentence: str, evidence: list[dict]) -> list[int]:
@@ -154,8 +155,8 @@ def verbatim_in(sentence: str, evidence: list[dict]) -> list[int]:
     text that does not say what the answer claims."""
     if len(sentence.split()) <= SHORT_ANSWER_WORDS:
         return []
-    needle = _normalised(sentence)
-    return [j for j, e in enumerate(evidence) if needle in " ".join(e["text"].split()).lower()]
+    needle = _plain(sentence).rstrip(".!?;:")  # the quote may end where the evidence's sentence goes on
+    return [j for j, e in enumerate(evidence) if needle in _plain(e["text"])]
 
 
 def check_grounding(question: str, sentences: list[tuple[str, list[int]]], evidence: list[dict]) -> list[SentenceCheck]:

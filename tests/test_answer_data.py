@@ -27,10 +27,10 @@ def squad_file(tmp_path):
 def test_the_sentence_holding_the_answer_is_the_positive_and_its_neighbours_the_negatives(tmp_path):
     pairs, article_of = squad_pairs(squad_file(tmp_path), "squad2")
     answerable = [p for p in pairs if p.question == "Who leads the Aurora project?"]
-    assert [(p.sentence, p.label) for p in answerable if p.label] == [
+    assert [(p.text, p.label) for p in answerable if p.label] == [
         ("It is led by Dr. Mira Okafor of the research division.", 1)
     ]
-    negatives = [p.sentence for p in answerable if not p.label]
+    negatives = [p.text for p in answerable if not p.label]
     assert len(negatives) == 3 and "It is led by Dr. Mira Okafor of the research division." not in negatives
     unanswerable = [p for p in pairs if p.question == "Who funds the Aurora project?"]
     assert len(unanswerable) == 2 and all(p.label == 0 and p.source == "squad2-unanswerable" for p in unanswerable)
@@ -54,6 +54,6 @@ def test_qnli_rows_take_the_article_of_their_question_when_known(tmp_path):
 def test_a_gold_passage_gives_its_answer_sentences_as_positives():
     example = RelevanceExample("Who leads the Aurora project?", CONTEXT, ("Mira Okafor",))
     pairs = gold_passage_pairs([example], "nq")
-    assert [p.sentence for p in pairs if p.label] == ["It is led by Dr. Mira Okafor of the research division."]
+    assert [p.text for p in pairs if p.label] == ["It is led by Dr. Mira Okafor of the research division."]
     assert len([p for p in pairs if not p.label]) == 3
     assert gold_passage_pairs([RelevanceExample("q?", CONTEXT, ("nowhere",))], "nq") == []  # teaches nothing

@@ -21,6 +21,16 @@ MISSING_VECTOR = (
 )
 
 
+def installed_vector_version() -> str | None:
+    """pgvector's version in this database (None: the extension is not created here yet)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     client_class = DatabaseClient
     _vector_checked = False  # once per process, not per connection

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.migrations.executor import MigrationExecutor
 
+from config.postgres.base import installed_vector_version
 from config.safety import unsafe_start_reasons
 from config.serving import worker_connections
 
@@ -40,10 +41,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         problems = list(unsafe_start_reasons())
         try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-                row = cursor.fetchone()
-            if row is None:
+            if installed_vector_version() is None:
                 problems.append("The database has no pgvector extension: run `manage.py migrate`.")
             executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
             if executor.migration_plan(executor.loader.graph.leaf_nodes()):

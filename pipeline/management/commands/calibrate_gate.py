@@ -96,7 +96,7 @@ class Command(BaseCommand):
         # The answer judge: does this sentence state the answer? Its negatives are the same passage's
         # other sentences (pipeline/answer_data.py): at most `far` of them accepted.
         judged = answer_judge_sets(data, splits)["calibration"]
-        judge_scores = np.concatenate([get_answer_judge().score(p.question, [p.sentence]) for p in judged])
+        judge_scores = score_pairs(get_answer_judge(), judged)
         judge_labels = np.array([p.label for p in judged])
         answer_threshold = threshold_for_false_acceptance(judge_scores[judge_labels == 0], far)
 

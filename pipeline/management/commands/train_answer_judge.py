@@ -34,7 +34,7 @@ class Command(BaseCommand):
             self.stdout,
             "training the answer judge",
             labels=ANSWER_LABELS,
-            pairs=[(p.question, p.sentence, p.label) for p in pairs],
+            pairs=[(p.question, p.text, p.label) for p in pairs],
             counts=Counter((p.source, ANSWER_LABELS[p.label]) for p in pairs),
             base=base,
             output=output,
