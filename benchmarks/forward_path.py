@@ -7,7 +7,10 @@ database (ingested by retrieval_quality.py's code path; a re-run skips what is t
 report part of the held-out NQ questions (pipeline.nli_data's split: never trained on, and not
 the part calibrate_gate chose the thresholds on), each asked through the service the API uses,
 mode `fast`, top_k 8:
-- accuracy: a gold answer string appears in the answer;
+- accuracy: a gold answer string appears in the answer (and in answers that state one: "no
+  passage states the answer" offers related sentences, counted apart);
+- padding: answers citing a passage other than the gold one, and those whose other passage holds
+  no gold answer string either (a second source stating the answer is not padding);
 - action: CORRECT expected when the gold passage was retrieved; then the same question with the
   gold document retracted for that one query (a rolled-back transaction), INCORRECT expected;
 - latency of the whole path, query embedding to recorded answer, per stage, and its ratio to
@@ -76,6 +79,7 @@ def main() -> None:
     from tqdm import tqdm
 
     from corpus.models import Document
+    from pipeline.generators import CITATION
     from pipeline.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.services import question_answer
 
@@ -87,7 +91,9 @@ def main() -> None:
     ask = lambda index: question_answer(user=user, question=rows[index]["question"], top_k=8, mode="fast")  # noqa: E731
     ask(questions[0])  # load the models before timing
     searx_url, searx_calls = searx_stub()
-    present = {"correct_answer": 0, "gold_retrieved": 0, "action_correct_given_gold": 0, "actions": Counter()}
+    present = {"correct_answer": 0, "gold_retrieved": 0, "action_correct_given_gold": 0, "actions": Counter(),
+               "stated": 0, "stated_correct": 0, "answered": 0, "other_passage": 0, "other_without_gold": 0,
+               "sentences": 0}  # fmt: skip
     removed = {"actions": Counter(), "answered": 0, "answered_wrong": 0}
     # Per question, each candidate's (relevance, does its text hold a gold answer string): the action
     # rests on the highest relevance; a CORRECT is false when no chunk that cleared the threshold
@@ -102,6 +108,15 @@ def main() -> None:
                 timings.setdefault(stage, []).append(ms)
             answers = rows[index]["answers"]
             present["correct_answer"] += has_gold(state.generation.text, answers)
+            present["stated"] += state.generation.found
+            present["stated_correct"] += state.generation.found and has_gold(state.generation.text, answers)
+            cited = [c for c in state.candidates if c.n in state.generation.cited]
+            if cited:
+                others = [c for c in cited if not (c.hit and c.hit.document_id == gold[index])]
+                present["answered"] += 1
+                present["other_passage"] += bool(others)
+                present["other_without_gold"] += any(not has_gold(c.text, answers) for c in others)
+                present["sentences"] += len(CITATION.findall(state.generation.text))
             present["actions"][state.action] += 1
             if any(h.document_id == gold[index] for h in state.hits):
                 present["gold_retrieved"] += 1
@@ -128,6 +143,11 @@ def main() -> None:
         "mode": "fast",
         "top_k": 8,
         "answer_accuracy": present["correct_answer"] / n,
+        "stated": present["stated"] / n,
+        "stated_answer_accuracy": present["stated_correct"] / n,
+        "answers_citing_another_passage": present["other_passage"] / max(1, present["answered"]),
+        "answers_citing_another_passage_without_gold": present["other_without_gold"] / max(1, present["answered"]),
+        "sentences_per_answer": present["sentences"] / max(1, present["answered"]),
         "gold_retrieved": present["gold_retrieved"] / n,
         "action_correct_when_gold_retrieved": present["action_correct_given_gold"] / max(1, present["gold_retrieved"]),
         "actions_gold_present": dict(present["actions"]),

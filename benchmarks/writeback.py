@@ -220,6 +220,10 @@ class HaluEvalReplay:
         rng = random.Random(f"halueval-replay-{seed}")
         self.rows = {row.question: (row, rng.random() < 0.5) for row in rows}
 
+    def alias(self, reworded: str, question: str) -> None:
+        """Answer a rewording of `question` as `question` itself is answered."""
+        self.rows[reworded] = self.rows[question]
+
     def __call__(self, prompt: str) -> str:
         questions = re.findall(r"^Question: (.*)$", prompt, re.M)
         entry = self.rows.get(questions[-1].strip()) if questions else None
@@ -275,7 +279,18 @@ def system_settings(system: str, alpha_max: float) -> dict:
     }
 
 
-def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, embedder, ollama_url: str) -> dict:
+REWORDINGS = ("Can you tell me {q}?", "I would like to know: {Q}", "{Q} Please answer from the knowledge base.")
+
+
+def reworded(question: str, k: int) -> str:
+    """A template rewording (the shared data has no paraphrases): close in wording, never identical."""
+    q = question.strip().rstrip("?")
+    return REWORDINGS[k % len(REWORDINGS)].format(q=q[:1].lower() + q[1:], Q=question.strip())
+
+
+def run_one(
+    *, dataset: str, system: str, seed: int, sample: dict, args, user, embedder, ollama_url: str, replay
+) -> dict:
     """One (dataset, system, seed) run in a rolled-back transaction; returns its metrics."""
     from django.db import transaction
     from django.test import override_settings
@@ -283,9 +298,9 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
 
     from config.exceptions import CairnError
     from corpus.extract import ExtractedDocument
-    from corpus.models import Document, WriteBack
+    from corpus.models import Document, WriteBack, WriteBackAsking
     from corpus.services import collection_get_or_create, documents_ingest
-    from corpus.writebacks import writeback_publish
+    from corpus.writebacks import same_answer, writeback_publish
     from pipeline.services import question_answer
     from pipeline.validation import answer_sentences, proposed_text, writeback_validate
 
@@ -297,6 +312,7 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
     rejected_by: Counter = Counter()
     answer_s, extra_s, total_s, per_candidate_s = [], [], [], []
     track, candidates = [], []  # candidates: each proposal, its label and (cairn) its scores
+    rewordings: Counter = Counter()
     with override_settings(**overrides), transaction.atomic():
         # Novelty compares against every active chunk: only this run's corpus may count.
         Document.objects.filter(status=Document.Status.ACTIVE).exclude(collection__slug=slug).update(
@@ -367,7 +383,8 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
                 counts["added_hallucinated"] += published and wrong
                 if published and wrong:
                     wrong_documents.add(writeback.document_id)
-                candidates.append({"question": row.question, "gold": list(row.answers), "answer": writeback.answer,
+                candidates.append({"id": writeback.id, "question": row.question, "gold": list(row.answers),
+                                   "answer": writeback.answer,
                                    "hallucinated": wrong, "published": published,
                                    "scores": {k: getattr(writeback, k) for k in SCORES}})  # fmt: skip
             finished = time.perf_counter()
@@ -382,6 +399,25 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
         )
         added = generated.count()
         final_share = added / max(1, initial_documents + added)
+        if system in CAIRNS:  # after every measure above: these askings change nothing they count
+            for k, entry in enumerate(candidates[: args.reworded]):
+                question = reworded(entry["question"], k)
+                if dataset == "nq":
+                    state = question_answer(user=user, question=question, top_k=TOP_K, mode="fast", collections=[slug])
+                else:
+                    replay.alias(question, entry["question"])
+                    state = question_answer(user=user, question=question, top_k=TOP_K, mode="standard",
+                                            generator="ollama", collections=[slug])  # fmt: skip
+                asking = WriteBackAsking.objects.filter(response_id=state.record.response_id).first()
+                rewordings["asked"] += 1
+                if asking is None:
+                    rewordings["no_candidate"] += 1  # not found, or not from corpus evidence alone
+                elif asking.writeback_id == entry["id"]:
+                    rewordings["merged"] += 1
+                elif same_answer(asking.writeback.answer, entry["answer"]):
+                    rewordings["duplicates"] += 1  # the same answer proposed again: what merging prevents
+                else:
+                    rewordings["other_answer"] += 1  # a sibling, or merged into another candidate
         transaction.set_rollback(True)  # the run leaves nothing behind
 
     n = len(stream)
@@ -406,7 +442,9 @@ def run_one(*, dataset: str, system: str, seed: int, sample: dict, args, user, e
         "added_hallucinated": counts["added_hallucinated"],
         "hallucinated_share_of_added": counts["added_hallucinated"] / added if added else None,
         "added_hallucinated_examples": [c for c in candidates if c["published"] and c["hallucinated"]],
-        "candidate_scores": candidates if system in CAIRNS else None,  # naive and standard score nothing
+        "candidate_scores": candidates if system in CAIRNS else None,
+        "rewordings": dict(rewordings) if system in CAIRNS else None,
+        "reworded_duplicates": rewordings["duplicates"] if system in CAIRNS else None,  # naive and standard score nothing
         "citations": counts["citations"],
         "citation_precision": counts["citations_precise"] / counts["citations"] if counts["citations"] else None,
         "generator_fallbacks": counts["generator_fallbacks"],
@@ -520,7 +558,7 @@ MEANS = ("coverage_before", "coverage_after", "coverage_gain", "clean_coverage_a
          "stream_coverage_after", "stream_clean_coverage_after",
          "found", "candidates", "candidates_hallucinated", "passed_validation", "held_by_cap", "documents_added",
          "added_hallucinated", "hallucinated_share_of_added", "citation_precision", "latency_s_mean",
-         "answer_s_mean", "writeback_s_mean", "per_candidate_s_mean")  # fmt: skip
+         "answer_s_mean", "writeback_s_mean", "per_candidate_s_mean", "reworded_duplicates")  # fmt: skip
 
 
 def summarise(runs: list[dict]) -> dict:
@@ -557,10 +595,18 @@ def floors(summary: dict, cairn_system: str = "cairn") -> dict:
         return {"cairn": cairn_gain, "naive": naive_gain, "floor": "cairn >= 0.5 * naive",
                 "met": cairn_gain >= 0.5 * naive_gain, "vacuous": naive_gain <= 0}  # fmt: skip
 
+    hallucinated_floor = 0.02 if cairn_system == "cairn-policy" else 0.05  # issue 19: policy / validation alone
+
     def check(standard: dict, naive: dict, cairn: dict) -> dict:
         added_cairn, added_naive = cairn["documents_added"], naive["documents_added"]
         share = cairn["added_hallucinated"] / added_cairn if added_cairn else 0.0
+        recurring_clean = gain("stream_clean_coverage_after", standard, naive, cairn)
         return {
+            # Issue 19's floors: clean recurring gain at least Naive's, no duplicate for a rewording.
+            "recurring_clean_gain_at_least_naives": {**recurring_clean, "floor": "cairn >= naive",
+                                                     "met": recurring_clean["cairn"] >= recurring_clean["naive"]},
+            "reworded_duplicates": {"mean_per_run": cairn.get("reworded_duplicates"), "floor": "0",
+                                    "met": not cairn.get("reworded_duplicates")},
             # The issue's floor on the test questions; then, the same with coverage by a wrong
             # write-back not counted (`clean_`), and on the stream's own questions asked again.
             "coverage_gain_over_standard": gain("coverage_after", standard, naive, cairn),
@@ -572,7 +618,8 @@ def floors(summary: dict, cairn_system: str = "cairn") -> dict:
                                 "met": added_cairn <= 0.4 * added_naive},
             "hallucinated_share_of_cairn_additions": {"share": share, "added": added_cairn,
                                                       "hallucinated": cairn["added_hallucinated"],
-                                                      "floor": "<= 0.02", "met": share <= 0.02,
+                                                      "floor": f"<= {hallucinated_floor}",
+                                                      "met": share <= hallucinated_floor,
                                                       "vacuous": added_cairn == 0},
         }  # fmt: skip
 
@@ -584,6 +631,8 @@ def floors(summary: dict, cairn_system: str = "cairn") -> dict:
             system: {key: statistics.fmean(s[system][key] for s in complete.values())
                      for key in ("coverage_after", "clean_coverage_after", "stream_coverage_after",
                                  "stream_clean_coverage_after", "documents_added", "added_hallucinated")}
+                     | {"reworded_duplicates": statistics.fmean(s[system].get("reworded_duplicates") or 0
+                                                                 for s in complete.values())}
             for system in needed
         }  # fmt: skip
         out["pooled"] = check(pooled["standard"], pooled["naive"], pooled[cairn_system])
@@ -602,6 +651,8 @@ def main() -> None:
     parser.add_argument("--alpha-max", type=float, default=0.2,
                         help="Cairn's cap on the share of generated documents in a collection.")  # fmt: skip
     parser.add_argument("--track-every", type=int, default=20, help="Measure coverage every N stream questions.")
+    parser.add_argument("--reworded", type=int, default=30,
+                        help="Candidates whose question is asked again, reworded, after the stream (Cairn's systems).")  # fmt: skip
     parser.add_argument("--validation-cost-runs", type=int, default=7)
     parser.add_argument("--no-validation-cost", action="store_true")
     args = parser.parse_args()
@@ -634,7 +685,7 @@ def main() -> None:
             }  # fmt: skip
             for system in args.systems:
                 run = run_one(dataset=dataset, system=system, seed=seed, sample=sample, args=args, user=user,
-                              embedder=embedder, ollama_url=ollama_url)  # fmt: skip
+                              embedder=embedder, ollama_url=ollama_url, replay=replay)  # fmt: skip
                 runs.append(run)
                 tqdm.write(
                     f"{dataset} seed {seed} {system:12s} coverage {run['coverage_before']:.2f}->"

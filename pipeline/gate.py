@@ -10,7 +10,7 @@ not address the question earns nothing, and a relevant chunk loses trust for eac
 grade is relevance placed between the calibrated thresholds, 0 at the lower and 1 at the upper:
 a probability means different things from different models, the thresholds say what it means
 for this one, and so a chunk the CRAG action counts as CORRECT is VERIFIED unless its tidiness
-or the other chunks pull it down.
+or the other chunks pull it down; one below the upper threshold is never VERIFIED (bucket_for).
 
 - relevance: the relevance evaluator on (question, text) stacked with the embedder's cosine
   similarity (pipeline/calibration.py; the retrieval computed it already for corpus chunks, other
@@ -25,8 +25,9 @@ or the other chunks pull it down.
   removes most of that): an outlier that contradicts the majority loses; two candidates that
   contradict each other both lose.
 
-Buckets: VERIFIED >= CAIRN_VERIFIED_THRESHOLD (0.75), UNCERTAIN >= CAIRN_UNCERTAIN_THRESHOLD
-(0.40), REJECTED below, and relevance below CAIRN_RELEVANCE_LOWER is REJECTED outright. With the
+Buckets: VERIFIED >= CAIRN_VERIFIED_THRESHOLD (0.75) with relevance at or above the upper
+threshold, UNCERTAIN >= CAIRN_UNCERTAIN_THRESHOLD (0.40), REJECTED below, and relevance below
+CAIRN_RELEVANCE_LOWER is REJECTED outright. With the
 default weights (0.55, 0.15, 0.30) a fully relevant chunk (at or above the upper threshold)
 contradicted by every one it meets scores 0.70 (UNCERTAIN: it goes to external confirmation) and
 one with every consistency defect 0.85.
@@ -139,9 +140,14 @@ def trust_score(relevance: float, consistency: float, agreement: float) -> float
 
 
 def bucket_for(trust: float, relevance: float) -> Bucket:
+    """VERIFIED needs real relevance as well as trust: a chunk below the upper threshold is at most
+    UNCERTAIN, however tidy and undisputed (it scored trust 0.75 from relevance 0.41 and padded
+    answers with a sentence about something else)."""
     if relevance < settings.CAIRN_RELEVANCE_LOWER or trust < settings.CAIRN_UNCERTAIN_THRESHOLD:
         return Bucket.REJECTED
-    return Bucket.VERIFIED if trust >= settings.CAIRN_VERIFIED_THRESHOLD else Bucket.UNCERTAIN
+    if trust >= settings.CAIRN_VERIFIED_THRESHOLD and relevance >= settings.CAIRN_RELEVANCE_UPPER:
+        return Bucket.VERIFIED
+    return Bucket.UNCERTAIN
 
 
 def action_for(relevances: list[float]) -> Action:

@@ -1,7 +1,8 @@
 """Generators: verified evidence in, a cited answer out.
 
-- `extractive` (default, always available, deterministic): the best refined strips, ordered and
-  de-duplicated, each sentence cited.
+- `extractive` (default, always available, deterministic): the evidence's sentences that the
+  answer judge says state the answer (pipeline/extractive.py), each cited; "no passage states the
+  answer" with the nearest sentences offered as related when none does.
 - `ollama`: the official `ollama` client against OLLAMA_HOST (model CAIRN_OLLAMA_MODEL), with a
   prompt that lists the evidence by number, forbids uncited claims and passes the warnings of
   past critiques. Unreachable, timed out or erroring: `GeneratorUnavailable`, and the pipeline
@@ -19,9 +20,10 @@ from typing import Protocol
 import httpx
 from django.conf import settings
 
-from pipeline.extractive import extractive_answer
+from pipeline.extractive import answer_selection
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
+NOT_STATED = "No passage states the answer; these look related:"
 _NOT_FOUND_MARK = "NOT_FOUND"
 CITATION = re.compile(r"\[(\d+)\]")  # an [n] citation; validation reads answers with it too
 
@@ -32,7 +34,7 @@ class EvidenceText:
     text: str  # refined: the kept strips
     title: str = ""
     origin: str = "corpus"
-    strips: tuple[tuple[str, float], ...] = ()  # the kept strips with their relevance, when scored
+    sentences: tuple[str, ...] = ()  # all its strips, kept or not: what the extractive answer chooses from
 
 
 @dataclass
@@ -64,15 +66,28 @@ class ExtractiveGenerator:
     name = "extractive"
 
     def generate(self, question, evidence, *, warnings=(), temperature=0.0) -> Generation:
-        scored = [list(e.strips) for e in evidence] if evidence and all(e.strips for e in evidence) else None
-        text, cited = extractive_answer(
-            question, [e.text for e in evidence], max_sentences=settings.CAIRN_ANSWER_SENTENCES, scored_strips=scored
+        from pipeline.gate import strips_of
+        from pipeline.verifiers import get_answer_judge
+
+        sentences = [list(e.sentences) or strips_of(e.text) for e in evidence]
+        flat = [text for passage in sentences for text in passage]
+        scores = iter(get_answer_judge().score(question, flat).tolist() if flat else [])
+        chosen = answer_selection(
+            [[(text, next(scores)) for text in passage] for passage in sentences],
+            accept=settings.CAIRN_ANSWER_THRESHOLD,
+            margin=settings.CAIRN_ANSWER_MARGIN,
+            max_sentences=settings.CAIRN_ANSWER_SENTENCES,
         )
-        if not text:
+        if not chosen:
             return not_found(self.name)
-        numbers = [e.n for e in evidence]  # extractive_answer numbers passages 1..k; map back to n
-        text = CITATION.sub(lambda m: f"[{numbers[int(m.group(1)) - 1]}]", text)
-        return Generation(text, [numbers[i - 1] for i in cited], self.name)
+        numbers = [e.n for e in evidence]  # chosen sentences number evidence 1..k; map back to n
+        text = " ".join(f"{s.text} [{numbers[s.evidence_number - 1]}]" for s in chosen)
+        cited = sorted({numbers[s.evidence_number - 1] for s in chosen})
+        if max(s.score for s in chosen) < settings.CAIRN_ANSWER_STATED_FLOOR:
+            # Relevant passages, none stating the answer: offered as related, not answered (and so
+            # never proposed as a corpus addition).
+            return Generation(f"{NOT_STATED} {text}", cited, self.name, found=False)
+        return Generation(text, cited, self.name)
 
 
 SYSTEM_PROMPT = (

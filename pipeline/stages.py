@@ -170,8 +170,7 @@ def refine(state: QueryState) -> None:
 
 def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
     return [
-        EvidenceText(c.n, c.refined or c.text, c.title, c.origin,
-                     tuple((s.text, s.relevance) for s in c.strips if s.kept))
+        EvidenceText(c.n, c.refined or c.text, c.title, c.origin, tuple(s.text for s in c.strips))
         for c in candidates
     ]  # fmt: skip
 

@@ -4,7 +4,8 @@ Runs in the background (pipeline/tasks.py) on the write-back the answer proposed
 synchronously, when a curator edits one. Three checks, thresholds in settings:
 
 - grounding (Eq. 8): the mean over answer sentences of the best NLI entailment against the
-  answer's corpus evidence. A sentence is judged as the claim it makes about its question: "Delhi."
+  answer's corpus evidence. A sentence copied from its evidence is grounded by construction when
+  judged as it stands, or, alone, when the answer judge accepts it as stating the answer. A sentence is judged as the claim it makes about its question: "Delhi."
   alone is entailed by nothing, "Delhi is the capital of India." can be (nli_data.claim_from, the
   same form the NLI model was trained and calibrated on). CAIRN_GROUNDING_THRESHOLD.
 - attribution (Eq. 9): valid citations / (citations + uncited sentences): a citation is valid when
@@ -50,7 +51,7 @@ from corpus.writebacks import cap_reason, writeback_publish
 from pipeline.generators import CITATION
 from pipeline.models import Critique, ExperienceLog
 from pipeline.nli_data import claim_from
-from pipeline.verifiers import get_entailment_model, get_relevance_model
+from pipeline.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
 
 _CITATION_RUN = re.compile(r"((?:\s*\[\d+\])+)")
 SHORT_ANSWER_WORDS = 4  # a sentence this short is an answer fragment: judge the claim it makes
@@ -159,6 +160,11 @@ def verbatim_in(sentence: str, evidence: list[dict]) -> list[int]:
     return [j for j, e in enumerate(evidence) if needle in _plain(e["text"])]
 
 
+def states_answer(question: str, sentence: str) -> bool:
+    """Does the answer judge accept `sentence` as stating an answer to `question`?"""
+    return float(get_answer_judge().score(question, [sentence])[0]) >= settings.CAIRN_ANSWER_THRESHOLD
+
+
 def check_grounding(question: str, sentences: list[tuple[str, list[int]]], evidence: list[dict]) -> list[SentenceCheck]:
     """The best entailment of each sentence's claim. A sentence copied from its evidence (`verbatim`)
     and judged as it stands is grounded by construction (1.0): the NLI model, whose entailment tops
@@ -187,10 +193,10 @@ def check_grounding(question: str, sentences: list[tuple[str, list[int]]], evide
 
     copied = [verbatim_in(sentence, evidence) for sentence, _ in sentences]
     for i, found in enumerate(copied):
-        # Only where the claim is the sentence itself. A one-sentence answer is judged as its claim
-        # about the question ("Who leads X? <sentence>"), which a quote of another fact does not
-        # support: until an answer judge can tell that, the NLI model must still judge it.
-        if claims[i] == sentences[i][0]:
+        # A quote judged as it stands is grounded. A one-sentence answer is judged as its claim about
+        # the question ("Who leads X? <sentence>"), which a quote of another fact does not support:
+        # the answer judge decides whether the quote states the answer; if not, the NLI model judges.
+        if found and (claims[i] == sentences[i][0] or states_answer(question, sentences[i][0])):
             scores[i].update(dict.fromkeys(found, 1.0))
     score([(i, index_of[n]) for i, (_, cited) in enumerate(sentences) for n in cited if n in index_of])
     score([(i, j) for i in range(len(claims)) if best(i) < threshold for j in range(len(evidence))])

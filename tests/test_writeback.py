@@ -363,7 +363,10 @@ def test_a_sentence_copied_from_its_evidence_is_grounded_by_construction(handboo
     )
     assert [c.verbatim for c in reworded.sentences] == [False, True]  # the first judged by the NLI model
     # One sentence alone is judged as its claim about the question: a quote proves the quote, not
-    # that it answers (the budget does not say who leads), so the NLI model still judges it.
+    # that it answers. The answer judge decides: the quote that says who leads is grounded by
+    # construction; the budget quote is not an answer, so the NLI model still judges its claim.
+    answers = validate(propose([lead], f"{quotes[0]} [1]", question=LEAD_QUESTION))
+    assert answers.sentences[0].verbatim and answers.sentences[0].entailment == 1.0
     alone = validate(propose([budget], f"{quotes[1]} [1]", question=LEAD_QUESTION))
     assert alone.sentences[0].verbatim and alone.sentences[0].entailment < 1.0
     assert not validate(verbatim, answer="Okafor [1].").sentences[0].verbatim  # a fragment is never a quote

@@ -99,6 +99,8 @@ class Command(BaseCommand):
         judge_scores = score_pairs(get_answer_judge(), judged)
         judge_labels = np.array([p.label for p in judged])
         answer_threshold = threshold_for_false_acceptance(judge_scores[judge_labels == 0], far)
+        # Below the floor even the best sentence states nothing: at most `frr` of answer sentences are.
+        stated_floor = min(threshold_for_false_rejection(judge_scores[judge_labels == 1], frr), answer_threshold)
 
         values = {
             "grounding_threshold": grounding,
@@ -108,6 +110,7 @@ class Command(BaseCommand):
             "relevance_lower": lower,
             "answer_relevance_threshold": answer_relevance,
             "answer_threshold": answer_threshold,
+            "answer_stated_floor": stated_floor,
             "target_false_acceptance": far,
             "target_false_rejection": frr,
             "target_search_budget": search_budget,
@@ -145,6 +148,7 @@ class Command(BaseCommand):
             "relevance_lower",
             "answer_relevance_threshold",
             "answer_threshold",
+            "answer_stated_floor",
         )
         audit("thresholds.calibrate", ("calibration", _shown(output)), summary="calibrate_gate wrote new thresholds",
               before={k: before.get(k) for k in keys}, after={k: values[k] for k in keys})  # fmt: skip
@@ -152,7 +156,7 @@ class Command(BaseCommand):
             f"grounding > {grounding:.3f} (right accepted {values['on_calibration_data']['right_accepted']:.1%}; "
             f"auto-publish > {auto_publish:.4f}), "
             f"relevance upper {upper:.3f} / lower {lower:.3f} (stack {stack}), answer relevance > "
-            f"{answer_relevance:.3f}, answer judge > {answer_threshold:.3f}; wrote {output}"
+            f"{answer_relevance:.3f}, answer judge > {answer_threshold:.3f} (stated floor {stated_floor:.3f}); wrote {output}"
         )
 
 
