@@ -1,6 +1,6 @@
 """Generators: verified evidence in, a cited answer out.
 
-- `extractive` (default, always available, deterministic): the evidence's sentences that the
+- `extractive` (default, always available, deterministic): the lead passage's sentences that the
   answer judge says state the answer (pipeline/extractive.py), each cited; "no passage states the
   answer" with the nearest sentences offered as related when none does.
 - `ollama`: the official `ollama` client against OLLAMA_HOST (model CAIRN_OLLAMA_MODEL), with a
@@ -69,25 +69,25 @@ class ExtractiveGenerator:
         from pipeline.gate import strips_of
         from pipeline.verifiers import get_answer_judge
 
-        sentences = [list(e.sentences) or strips_of(e.text) for e in evidence]
-        flat = [text for passage in sentences for text in passage]
-        scores = iter(get_answer_judge().score(question, flat).tolist() if flat else [])
+        if not evidence:
+            return not_found(self.name)
+        lead = evidence[0]  # the best-ranked VERIFIED passage: pipeline/extractive.py says why only it
+        sentences = list(lead.sentences) or strips_of(lead.text)
+        scores = get_answer_judge().score(question, sentences).tolist() if sentences else []
         chosen = answer_selection(
-            [[(text, next(scores)) for text in passage] for passage in sentences],
+            list(zip(sentences, scores, strict=True)),
             accept=settings.CAIRN_ANSWER_THRESHOLD,
             margin=settings.CAIRN_ANSWER_MARGIN,
             max_sentences=settings.CAIRN_ANSWER_SENTENCES,
         )
         if not chosen:
             return not_found(self.name)
-        numbers = [e.n for e in evidence]  # chosen sentences number evidence 1..k; map back to n
-        text = " ".join(f"{s.text} [{numbers[s.evidence_number - 1]}]" for s in chosen)
-        cited = sorted({numbers[s.evidence_number - 1] for s in chosen})
+        text = " ".join(f"{s.text} [{lead.n}]" for s in chosen)
         if max(s.score for s in chosen) < settings.CAIRN_ANSWER_STATED_FLOOR:
-            # Relevant passages, none stating the answer: offered as related, not answered (and so
+            # A relevant passage that states no answer: offered as related, not answered (and so
             # never proposed as a corpus addition).
-            return Generation(f"{NOT_STATED} {text}", cited, self.name, found=False)
-        return Generation(text, cited, self.name)
+            return Generation(f"{NOT_STATED} {text}", [lead.n], self.name, found=False)
+        return Generation(text, [lead.n], self.name)
 
 
 SYSTEM_PROMPT = (
