@@ -348,6 +348,25 @@ def test_approving_an_edit_publishes_it_with_validation_as_advice(handbook, bob)
     )
 
 
+@pytest.mark.parametrize(
+    "edited, failing",
+    [
+        ("The Aurora project is led by Dr. Samuel Berg.", "attribution"),  # uncited
+        ("The Aurora project is led by Dr. Mira Okafor, who joined the research division in 2019. [1]", "novelty"),
+        ("The cafeteria serves lunch from noon until two o'clock on weekdays [1].", "relevance"),
+    ],
+)
+def test_every_approved_edit_is_published_whatever_validation_says(handbook, bob, edited, failing):
+    (lead,) = chunks_of(Document.objects.get(title="Aurora project lead"))
+    writeback = propose([lead], "Dr. Mira Okafor [1].", question=LEAD_QUESTION)
+    WriteBack.objects.filter(id=writeback.id).update(status=WriteBack.Status.PENDING_REVIEW)
+    response = client_for(bob).post(f"/api/v1/writebacks/{writeback.id}/approve", {"answer": edited}, format="json")
+    body = response.json()
+    assert response.status_code == 200 and body["status"] == "PUBLISHED"
+    assert failing in [c["check"] for c in body["critique"]]  # shown as advice, not acted on
+    assert not Critique.objects.filter(writeback=writeback).exists()
+
+
 def test_a_sentence_copied_from_its_evidence_is_grounded_by_construction(handbook):
     lead, budget = chunks_of(*Document.objects.filter(collection=handbook).order_by("id"))
     quotes = [
