@@ -20,6 +20,7 @@ from typing import Protocol
 import httpx
 from django.conf import settings
 
+from corpus.chunking import split_sentences
 from pipeline.extractive import answer_selection
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
@@ -82,7 +83,9 @@ class ExtractiveGenerator:
         )
         if not chosen:
             return not_found(self.name)
-        text = " ".join(f"{s.text} [{lead.n}]" for s in chosen)
+        # Every sentence cited, also inside a strip that joined a short fragment to its neighbour
+        # ("He won. It was 1990."): validation reads an uncited sentence as an unsupported claim.
+        text = " ".join(f"{sentence} [{lead.n}]" for s in chosen for sentence in split_sentences(s.text))
         if max(s.score for s in chosen) < settings.CAIRN_ANSWER_STATED_FLOOR:
             # A relevant passage that states no answer: offered as related, not answered (and so
             # never proposed as a corpus addition).

@@ -54,6 +54,17 @@ def test_sentences_from_other_verified_passages_do_not_pad_the_answer():
     assert generation.cited == [1] and generation.found
 
 
+def test_every_sentence_of_an_extractive_answer_is_cited_even_inside_a_joined_strip():
+    from pipeline.validation import answer_sentences, attribution_score
+
+    strip = "Built in 1889. The city museum first opened its doors to visitors in 1889."  # gate joins fragments
+    generation = ExtractiveGenerator().generate(
+        "When did the museum open?", [EvidenceText(2, strip, "Museum", sentences=(strip,))]
+    )
+    assert generation.text == "Built in 1889. [2] The city museum first opened its doors to visitors in 1889. [2]"
+    assert attribution_score(answer_sentences(generation.text), {2})[0] == 1.0  # no sentence reads as uncited
+
+
 def test_ollama_generator_sends_numbered_evidence_and_keeps_only_real_citations():
     seen = {}
 
