@@ -14,13 +14,17 @@ sentence that stands alone (validation judges relevance only on those), labelled
 answer holds a gold answer string (NQ) or was the right replay (HaluEval), as the benchmark
 labels them. Each judge's ROC-AUC, right vs wrong, over all candidates and over those validation
 published:
-- evaluator, whole answer: the relevance score validation recorded (today's check);
+- evaluator, whole answer: the relevance evaluator on the standalone sentences joined (validation's
+  check until 2026-11-23, when the answer judge replaced it);
 - evaluator, best sentence: each standalone sentence scored alone, as a strip, the max;
 - question-answer cosine: the embedder on the question and the standalone text;
 - stacked: the gate's passage stack (models/calibration.json) over the two;
 - grounding: the score validation recorded (NLI over the evidence).
 
-- answer judge, best sentence: the answer judge (models/answer) on each standalone sentence, the max.
+- answer judge: validation's relevance check (pipeline.validation.answer_relevance), the answer
+  judge (models/answer) on each standalone sentence, the max. Also, over the candidates that pass validation's other checks
+  as recorded (grounding, attribution, novelty), how many and what share of them are wrong, with
+  and without the judge at CAIRN_ANSWER_THRESHOLD.
 
 And the root cause, on the NQ report part (never trained or calibrated on): the evaluator and the
 answer judge on each gold passage's sentences, those holding a gold answer vs those that do not
@@ -43,7 +47,7 @@ from pathlib import Path
 
 from _common import RESULTS, SHARED_DATA, django_setup, has_gold, roc_auc, shared_data_splits, write_result
 
-JUDGES = ("evaluator_whole", "evaluator_best_sentence", "cosine", "stacked", "grounding", "answer_judge_best_sentence")
+JUDGES = ("evaluator_whole", "evaluator_best_sentence", "cosine", "stacked", "grounding", "answer_judge")
 
 
 def candidates(writeback: dict, dataset: str) -> list[dict]:
@@ -67,24 +71,33 @@ def judge(rows: list[dict]) -> dict:
 
     from corpus.embedder import cosine_similarities, get_embedder
     from pipeline.calibration import relevance_stacked
-    from pipeline.verifiers import get_answer_judge, get_relevance_model
+    from pipeline.validation import answer_relevance, answer_sentences
+    from pipeline.verifiers import get_relevance_model
 
-    evaluator, answer_judge = get_relevance_model(), get_answer_judge()
+    evaluator = get_relevance_model()
     vectors = get_embedder().embed([r["question"] for r in rows] + [" ".join(r["standalone"]) for r in rows])
     questions, answers = vectors[: len(rows)], vectors[len(rows) :]
     scores = {name: [] for name in JUDGES}
     for row, question, answer in zip(rows, questions, answers, strict=True):
-        whole, cosine = row["scores"]["relevance"], float(cosine_similarities([answer], question)[0])
+        whole = float(evaluator.score(row["question"], [" ".join(row["standalone"])])[0])
+        cosine = float(cosine_similarities([answer], question)[0])
         scores["evaluator_whole"].append(whole)
         scores["evaluator_best_sentence"].append(float(max(evaluator.score(row["question"], row["standalone"]))))
         scores["cosine"].append(cosine)
         scores["stacked"].append(relevance_stacked(whole, cosine, settings.CAIRN_RELEVANCE_STACK))
         scores["grounding"].append(row["scores"]["grounding"] or 0.0)
-        scores["answer_judge_best_sentence"].append(float(max(answer_judge.score(row["question"], row["standalone"]))))
+        scores["answer_judge"].append(answer_relevance(row["question"], answer_sentences(row["answer"])))
     right = np.array([not r["hallucinated"] for r in rows])
     published = np.array([r["published"] for r in rows])
     result = {"candidates": len(rows), "right": int(right.sum()), "published": int(published.sum()),
               "published_right": int((right & published).sum())}  # fmt: skip
+    others = np.array([(r["scores"]["grounding"] or 0.0) >= settings.CAIRN_GROUNDING_THRESHOLD
+                       and (r["scores"]["attribution"] or 0.0) >= settings.CAIRN_ATTRIBUTION_THRESHOLD
+                       and (r["scores"]["novelty"] or 0.0) >= settings.CAIRN_NOVELTY_THRESHOLD for r in rows])  # fmt: skip
+    accepted = np.asarray(scores["answer_judge"]) >= settings.CAIRN_ANSWER_THRESHOLD
+    for name, chosen in (("pass_other_checks", others), ("and_the_answer_judge", others & accepted)):
+        result[name] = {"candidates": int(chosen.sum()),
+                        "wrong_share": round(float(np.mean(~right[chosen])), 3) if chosen.any() else None}  # fmt: skip
     for name, values in scores.items():
         values = np.asarray(values, dtype=np.float64)
         for part, chosen in (("all", np.ones(len(rows), bool)), ("published", published)):

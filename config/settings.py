@@ -259,13 +259,6 @@ if not CAIRN_RANK_AFFINITY[0] < CAIRN_RANK_AFFINITY[1]:
 CAIRN_WRITEBACK = env_bool("CAIRN_WRITEBACK", True)  # propose answers as corpus additions at all
 CAIRN_ATTRIBUTION_THRESHOLD = env_float("CAIRN_ATTRIBUTION_THRESHOLD", 1.0, minimum=0.0, maximum=1.0)
 CAIRN_NOVELTY_THRESHOLD = env_float("CAIRN_NOVELTY_THRESHOLD", 0.10, minimum=0.0, maximum=1.0)
-# The evaluator alone on (question, answer sentence): an answer has no retrieval similarity to stack.
-CAIRN_ANSWER_RELEVANCE_THRESHOLD = env_float(
-    "CAIRN_ANSWER_RELEVANCE_THRESHOLD",
-    _calibrated.get("answer_relevance_threshold", CAIRN_RELEVANCE_UPPER),
-    minimum=0.0,
-    maximum=1.0,
-)
 # The same question, for merging repeated candidates; a merge also needs the same answer. Measured on
 # 600 NQ questions (MiniLM): template rewordings (benchmarks/writeback.py) sit at cosine 0.67-0.99
 # (1st percentile 0.73-0.87 by template; 0.85 left 5-10% of them unmerged), while distinct questions'

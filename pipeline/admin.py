@@ -157,7 +157,7 @@ class WriteBackAdmin(admin.ModelAdmin):
         rows = [("grounding", obj.grounding, settings.CAIRN_GROUNDING_THRESHOLD),
                 ("attribution", obj.attribution, settings.CAIRN_ATTRIBUTION_THRESHOLD),
                 ("novelty", obj.novelty, settings.CAIRN_NOVELTY_THRESHOLD),
-                ("relevance", obj.relevance, settings.CAIRN_ANSWER_RELEVANCE_THRESHOLD)]  # fmt: skip
+                ("relevance", obj.relevance, settings.CAIRN_ANSWER_THRESHOLD)]  # fmt: skip
         return format_html_join(
             mark_safe("<br>"), "{}: {} (threshold {}) {}",
             ((name, "—" if value is None else f"{value:.3f}", f"{limit:.3f}",

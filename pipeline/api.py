@@ -120,7 +120,7 @@ class WriteBackSerializer(serializers.ModelSerializer):
             "grounding": settings.CAIRN_GROUNDING_THRESHOLD,
             "attribution": settings.CAIRN_ATTRIBUTION_THRESHOLD,
             "novelty": settings.CAIRN_NOVELTY_THRESHOLD,
-            "relevance": settings.CAIRN_ANSWER_RELEVANCE_THRESHOLD,
+            "relevance": settings.CAIRN_ANSWER_THRESHOLD,
         }
 
 

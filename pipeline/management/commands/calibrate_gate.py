@@ -74,15 +74,12 @@ class Command(BaseCommand):
         # Relevance: the stack of evaluator and similarity is fitted on the passages (what the gate
         # grades); the upper threshold keeps to `far` or, where the two conflict, to the search
         # budget (calibration.upper_threshold), and the hard negatives it admits are recorded; the
-        # lower one drops at most `frr` of relevant passages. Answers are judged by the evaluator
-        # alone, on passages and strips (an answer is a sentence or a few).
+        # lower one drops at most `frr` of relevant passages.
         self.stdout.write("Mining hard negatives with Cairn's hybrid retrieval (a rolled-back ingest)...")
         pairs = shared_relevance_sets(splits, progress=tqdm_progress())["calibration"]
-        scores = score_pairs(get_relevance_model(), pairs)
-        labels = np.array([p.label for p in pairs])
-        passages = np.array([p.kind == "passage" for p in pairs])
         passage_pairs = [p for p in pairs if p.kind == "passage"]
-        evaluator, passage_labels = scores[passages], labels[passages]
+        evaluator = score_pairs(get_relevance_model(), passage_pairs)
+        passage_labels = np.array([p.label for p in passage_pairs])
         similarity = np.array([p.similarity for p in passage_pairs])
         stack = relevance_stack_fit(evaluator, similarity, passage_labels)
         stacked = np.array([relevance_stacked(float(e), float(s), stack) for e, s in zip(evaluator, similarity)])
@@ -91,7 +88,6 @@ class Command(BaseCommand):
             best[pair.question] = max(best.get(pair.question, 0.0), float(score))
         upper = upper_threshold(stacked[passage_labels == 0], list(best.values()), far=far, search_budget=search_budget)
         lower = min(threshold_for_false_rejection(stacked[passage_labels == 1], frr), upper)
-        answer_relevance = threshold_for_false_acceptance(scores[labels == 0], far)
 
         # The answer judge: does this sentence state the answer? Its negatives are the same passage's
         # other sentences (pipeline/answer_data.py): at most `far` of them accepted.
@@ -108,7 +104,6 @@ class Command(BaseCommand):
             "relevance_stack": stack,
             "relevance_upper": upper,
             "relevance_lower": lower,
-            "answer_relevance_threshold": answer_relevance,
             "answer_threshold": answer_threshold,
             "answer_stated_floor": stated_floor,
             "target_false_acceptance": far,
@@ -122,13 +117,12 @@ class Command(BaseCommand):
                 "hallucinated_auto_published": float(np.mean(wrong > auto_publish)),
                 "right_auto_published": float(np.mean(right > auto_publish)),
                 "relevance_pairs": len(pairs),
-                "relevance_passages": int(passages.sum()),
+                "relevance_passages": len(passage_pairs),
                 "negatives_above_upper": float(np.mean(stacked[passage_labels == 0] > upper)),
                 "positives_above_upper": float(np.mean(stacked[passage_labels == 1] > upper)),
                 "positives_at_or_below_lower": float(np.mean(stacked[passage_labels == 1] <= lower)),
                 "questions": len(best),
                 "questions_below_upper": float(np.mean(np.array(list(best.values())) < upper)),
-                "negatives_above_answer_relevance": float(np.mean(scores[labels == 0] > answer_relevance)),
                 "answer_judge_pairs": len(judged),
                 "answer_judge_answers_accepted": float(np.mean(judge_scores[judge_labels == 1] > answer_threshold)),
                 "answer_judge_others_accepted": float(np.mean(judge_scores[judge_labels == 0] > answer_threshold)),
@@ -146,7 +140,6 @@ class Command(BaseCommand):
             "relevance_stack",
             "relevance_upper",
             "relevance_lower",
-            "answer_relevance_threshold",
             "answer_threshold",
             "answer_stated_floor",
         )
@@ -155,8 +148,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"grounding > {grounding:.3f} (right accepted {values['on_calibration_data']['right_accepted']:.1%}; "
             f"auto-publish > {auto_publish:.4f}), "
-            f"relevance upper {upper:.3f} / lower {lower:.3f} (stack {stack}), answer relevance > "
-            f"{answer_relevance:.3f}, answer judge > {answer_threshold:.3f} (stated floor {stated_floor:.3f}); wrote {output}"
+            f"relevance upper {upper:.3f} / lower {lower:.3f} (stack {stack}), "
+            f"answer judge > {answer_threshold:.3f} (stated floor {stated_floor:.3f}); wrote {output}"
         )
 
 
