@@ -78,8 +78,8 @@ def main() -> None:
     from django.test import override_settings
     from tqdm import tqdm
 
+    from corpus.citations import citation_numbers
     from corpus.models import Document
-    from pipeline.generators import CITATION
     from pipeline.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.services import question_answer
 
@@ -116,7 +116,7 @@ def main() -> None:
                 present["answered"] += 1
                 present["other_passage"] += bool(others)
                 present["other_without_gold"] += any(not has_gold(c.text, answers) for c in others)
-                present["sentences"] += len(CITATION.findall(state.generation.text))
+                present["sentences"] += len(citation_numbers(state.generation.text))
             present["actions"][state.action] += 1
             if any(h.document_id == gold[index] for h in state.hits):
                 present["gold_retrieved"] += 1

@@ -8,8 +8,6 @@ evidence came from (Document.requires_collections), and linked to the documents 
 
 from __future__ import annotations
 
-import re
-
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -20,6 +18,7 @@ from rest_framework import status
 
 from config.exceptions import CairnError
 from corpus.audit import audit
+from corpus.citations import without_citations
 from corpus.embedder import Embedder
 from corpus.extract import ExtractedDocument
 from corpus.models import Collection, Document, WriteBack, WriteBackAsking
@@ -77,14 +76,11 @@ def same_question_candidates(question_embedding, *, collection_id: int, lock: bo
     return candidates.select_for_update(of=("self",)) if lock else candidates
 
 
-_CITATIONS = re.compile(r"\s*\[\d+\]")
-
-
 def same_answer(a: str, b: str) -> bool:
     """The same answer, whatever its citation numbers (they follow the evidence's order) and spacing."""
 
     def plain(text: str) -> str:
-        return " ".join(_CITATIONS.sub("", text).split()).lower()
+        return " ".join(without_citations(text).split()).lower()
 
     return plain(a) == plain(b)
 

@@ -21,12 +21,12 @@ import httpx
 from django.conf import settings
 
 from corpus.chunking import split_sentences
+from corpus.citations import citation_numbers, keep_citations
 from pipeline.extractive import answer_selection
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
 NOT_STATED = "No passage states the answer; these look related:"
 _NOT_FOUND_MARK = "NOT_FOUND"
-CITATION = re.compile(r"\[(\d+)\]")  # an [n] citation; validation reads answers with it too
 
 
 @dataclass(frozen=True)
@@ -152,10 +152,10 @@ def parse_answer(text: str, allowed: set[int], generator: str) -> Generation:
     text = text.strip()
     if not text or text.upper().startswith(_NOT_FOUND_MARK):
         return not_found(generator)
-    invalid = sorted({int(n) for n in CITATION.findall(text)} - allowed)
+    invalid = sorted(set(citation_numbers(text)) - allowed)
     if invalid:
-        text = CITATION.sub(lambda m: m.group(0) if int(m.group(1)) in allowed else "", text)
-    cited = sorted({int(n) for n in CITATION.findall(text)})
+        text = keep_citations(text, allowed)
+    cited = sorted(set(citation_numbers(text)))
     notes = [f"removed citations to evidence that was not provided: {invalid}"] if invalid else []
     return Generation(re.sub(r"\s+", " ", text).strip(), cited, generator, notes=notes)
 

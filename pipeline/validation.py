@@ -47,16 +47,16 @@ from pgvector.django import CosineDistance
 from config.exceptions import CairnError
 from corpus.audit import audit
 from corpus.chunking import split_sentences
+from corpus.citations import CITATION_RUN, citation_numbers
 from corpus.embedder import get_embedder
 from corpus.models import Chunk, Document, WriteBack
 from corpus.services import embedding_input
 from corpus.writebacks import cap_reason, writeback_publish
-from pipeline.generators import CITATION
 from pipeline.models import Critique, ExperienceLog
 from pipeline.nli_data import claim_from
 from pipeline.verifiers import get_answer_judge, get_entailment_model
 
-_CITATION_RUN = re.compile(r"((?:\s*\[\d+\])+)")
+_CITATION_RUN = re.compile(r"(\s*(?:" + CITATION_RUN.pattern + "))")  # captured: split keeps it
 SHORT_ANSWER_WORDS = 4  # a sentence this short is an answer fragment: judge the claim it makes
 
 
@@ -104,7 +104,7 @@ def answer_sentences(answer: str) -> list[tuple[str, list[int]]]:
             sentences[-1] = (sentences[-1][0].rstrip() + stop.group(1), sentences[-1][1])
             text = text[stop.end() :]
         pieces = [" ".join(p.split()) for p in split_sentences(text) if re.search(r"\w", p)]
-        numbers = [int(n) for n in CITATION.findall(citations)]
+        numbers = citation_numbers(citations)
         if not pieces:
             if numbers and sentences:
                 sentences[-1][1].extend(numbers)

@@ -101,3 +101,26 @@ def test_not_found_reply_and_unreachable_server():
         port = sock.getsockname()[1]
     with pytest.raises(GeneratorUnavailable):
         OllamaGenerator(f"http://127.0.0.1:{port}", "llama3.2:3b", timeout=2).generate("q?", EVIDENCE)
+
+
+def test_only_citation_markers_are_citations_never_subscripts_in_quoted_code():
+    from corpus.writebacks import same_answer
+    from pipeline.validation import answer_sentences, attribution_score
+
+    reply = "Declare the buffer as char dbname[1024]; in C [1]. The cell m[1][2] is read first. [2][7]"
+    generation = parse_answer(reply, {1, 2}, "ollama")
+    # [7] names no evidence and goes; the subscripts stay as written, neither renumbered nor removed.
+    assert generation.text == "Declare the buffer as char dbname[1024]; in C [1]. The cell m[1][2] is read first. [2]"
+    assert generation.cited == [1, 2] and generation.notes == [
+        "removed citations to evidence that was not provided: [7]"
+    ]
+    sentences = answer_sentences(generation.text)
+    assert sentences == [
+        ("Declare the buffer as char dbname[1024]; in C.", [1]),
+        ("The cell m[1][2] is read first.", [2]),
+    ]
+    assert attribution_score(sentences, {1, 2})[0] == 1.0
+    assert same_answer(
+        generation.text, "Declare the buffer as char dbname[1024]; in C [3]. The cell m[1][2] is read first. [4]"
+    )
+    assert not same_answer("x = a[1] [1].", "x = a [1].")
