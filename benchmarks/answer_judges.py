@@ -22,9 +22,10 @@ published:
 - grounding: the score validation recorded (NLI over the evidence).
 
 - answer judge: validation's relevance check (pipeline.validation.answer_relevance), the answer
-  judge (models/answer) on each standalone sentence, the max. Also, over the candidates that pass validation's other checks
-  as recorded (grounding, attribution, novelty), how many and what share of them are wrong, with
-  and without the judge at CAIRN_ANSWER_THRESHOLD.
+  judge (models/answer) on each standalone sentence, the max (and the whole answer when it cites
+  several sources). Also, over the candidates that pass validation's other checks as recorded
+  (grounding, attribution, novelty), how many and what share of them are wrong, with and without
+  the judge at CAIRN_ANSWER_THRESHOLD.
 
 And the root cause, on the NQ report part (never trained or calibrated on): the evaluator and the
 answer judge on each gold passage's sentences, those holding a gold answer vs those that do not

@@ -2,8 +2,8 @@
 
 `calibrate_gate` writes CAIRN_CALIBRATION_FILE (models/calibration.json by default); settings
 take CAIRN_GROUNDING_THRESHOLD, CAIRN_RELEVANCE_STACK, CAIRN_RELEVANCE_UPPER / _LOWER,
-CAIRN_ANSWER_THRESHOLD and CAIRN_ANSWER_STATED_FLOOR from it unless the environment sets them. The paper's fixed 0.65
-suits DeBERTa; a threshold belongs to a model.
+CAIRN_ANSWER_THRESHOLD and CAIRN_ANSWER_STATED_FLOOR from it unless the environment sets them.
+The paper's fixed 0.65 suits DeBERTa; a threshold belongs to a model.
 
 The relevance stack: a passage's relevance to a question is a logistic regression over two
 signals, the relevance evaluator's score (the cross-encoder, as a logit) and the cosine similarity
