@@ -80,10 +80,12 @@ def judge(rows: list[dict]) -> dict:
     questions, answers = vectors[: len(rows)], vectors[len(rows) :]
     scores = {name: [] for name in JUDGES}
     for row, question, answer in zip(rows, questions, answers, strict=True):
-        whole = float(evaluator.score(row["question"], [" ".join(row["standalone"])])[0])
+        *by_sentence, whole = evaluator.score(
+            row["question"], [*row["standalone"], " ".join(row["standalone"])]
+        ).tolist()
         cosine = float(cosine_similarities([answer], question)[0])
         scores["evaluator_whole"].append(whole)
-        scores["evaluator_best_sentence"].append(float(max(evaluator.score(row["question"], row["standalone"]))))
+        scores["evaluator_best_sentence"].append(max(by_sentence))
         scores["cosine"].append(cosine)
         scores["stacked"].append(relevance_stacked(whole, cosine, settings.CAIRN_RELEVANCE_STACK))
         scores["grounding"].append(row["scores"]["grounding"] or 0.0)

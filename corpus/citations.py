@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 
 CITATION_RUN = re.compile(r"(?<![\w\]])\[\d+\](?:[ \t]*\[\d+\])*")
+# A run with the space before it, captured: re.split keeps it (validation's answer_sentences).
+CITATION_MARKER = re.compile(r"(\s*(?:" + CITATION_RUN.pattern + "))")
 _NUMBER = re.compile(r"\d+")
 
 
@@ -24,7 +26,7 @@ def citation_numbers(text: str) -> list[int]:
 
 def without_citations(text: str) -> str:
     """`text` with its citation markers (and the space before each) removed."""
-    return re.sub(r"\s*(?:" + CITATION_RUN.pattern + ")", "", text)
+    return CITATION_MARKER.sub("", text)
 
 
 def keep_citations(text: str, allowed: set[int]) -> str:

@@ -48,7 +48,7 @@ from pgvector.django import CosineDistance
 from config.exceptions import CairnError
 from corpus.audit import audit
 from corpus.chunking import split_sentences
-from corpus.citations import CITATION_RUN, citation_numbers
+from corpus.citations import CITATION_MARKER, citation_numbers
 from corpus.embedder import get_embedder
 from corpus.models import Chunk, Document, WriteBack
 from corpus.services import embedding_input
@@ -57,7 +57,6 @@ from pipeline.models import Critique, ExperienceLog
 from pipeline.nli_data import claim_from
 from pipeline.verifiers import get_answer_judge, get_entailment_model
 
-_CITATION_RUN = re.compile(r"(\s*(?:" + CITATION_RUN.pattern + "))")  # captured: split keeps it
 SHORT_ANSWER_WORDS = 4  # a sentence this short is an answer fragment: judge the claim it makes
 
 
@@ -97,7 +96,7 @@ def answer_sentences(answer: str) -> list[tuple[str, list[int]]]:
     [("A.", [1]), ("B.", [2])], and so do citations after closing quotes, ellipses or
     abbreviations ('... "Signs." [1]'), where splitting sentences first would hand the citation
     to the next sentence. Text before a citation but in an earlier sentence is uncited."""
-    parts = _CITATION_RUN.split(answer)  # text, citations, text, citations, ..., text
+    parts = CITATION_MARKER.split(answer)  # text, citations, text, citations, ..., text
     sentences: list[tuple[str, list[int]]] = []
     for i in range(0, len(parts), 2):
         text, citations = parts[i], parts[i + 1] if i + 1 < len(parts) else ""
