@@ -32,7 +32,7 @@ def main() -> None:
     from corpus.embedder import get_embedder
     from corpus.extract import ExtractedDocument
     from corpus.models import Chunk, Document
-    from corpus.services import collection_get_or_create, documents_ingest, embedding_input
+    from corpus.services import chunk_heading, collection_get_or_create, documents_ingest, embedding_input
 
     passages = nq_passages()[: args.passages]
     documents = [
@@ -41,7 +41,7 @@ def main() -> None:
     embedder = get_embedder()
     embedder.embed(["warm up the model"] * 8)
     inputs = [
-        embedding_input(d.title, piece.text)
+        embedding_input(chunk_heading(d.title, piece.section), piece.text)
         for d in documents
         for piece in chunk_text(
             d.text,

@@ -6,6 +6,7 @@ while tests can pass a deterministic counter.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,51 +25,156 @@ _ZONE_NEXT = re.compile(r"[(\[]?[A-Z]{2,5}\b")
 # A candidate boundary: terminal punctuation, optional closing quotes/brackets, whitespace, then
 # something that can start a sentence.
 _BOUNDARY = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
-_BLOCK_LINE = re.compile(r"^\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|>\s?|\|)")
-_WHOLE_LINE = re.compile(r"^\s*(#{1,6}\s|\|)")
 _WORD_BEFORE = re.compile(r"(\S+)$")
 
 
-def split_paragraphs(text: str) -> list[str]:
-    """Split on blank lines; inside a paragraph, keep headings, list items and table rows apart."""
-    paragraphs: list[str] = []
-    for block in re.split(r"\n\s*\n", text.replace("\r\n", "\n").replace("\r", "\n")):
-        current: list[str] = []
-        for line in block.split("\n"):
-            if not line.strip():
-                continue
-            if _BLOCK_LINE.match(line) and current:
-                paragraphs.append(" ".join(current))
-                current = []
-            current.append(line.strip())
-            if _WHOLE_LINE.match(line):  # a heading or table row takes no continuation lines
-                paragraphs.append(" ".join(current))
-                current = []
-        if current:
-            paragraphs.append(" ".join(current))
-    return [re.sub(r"\s+", " ", p).strip() for p in paragraphs if p.strip()]
+_FENCE = re.compile(r"^\s*(```+|~~~+)")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
+_DEFINITION = re.compile(r"^\s*:\s+(.*)$")
+_ROW = re.compile(r"^\s*\|(.*)$")
+_RULE_ROW = re.compile(r"^[\s|:-]*$")  # a Markdown table's |---|:--:| line
+_QUOTE = re.compile(r"^\s*>\s?(.*)$")
+# Blocks whose text is made of sentences; headings and code are context and content, never sentences.
+PROSE = frozenset({"paragraph", "item", "term", "definition", "row"})
+_WHOLE = frozenset({"term", "row"})  # a term or a table row is one sentence however it is punctuated
+_PREFIX = {"item": "- ", "definition": ": ", "row": "| "}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of a document's text, as corpus.html writes it and Markdown authors do: a heading,
+    a paragraph, a list item, a definition-list term or definition, a table row, or a code block."""
+
+    kind: str
+    text: str  # without its markup; a code block verbatim
+    level: int = 0  # a heading's level
+    term: str = ""  # the term a definition defines
+
+
+def parse_blocks(text: str) -> list[Block]:
+    """Read the block structure: blank lines end paragraphs, ``#`` lines are headings, ``-``/``1.``
+    lines start items (later lines continue them), ``|`` lines are table rows, a line followed by
+    ``: `` lines is a term and its definitions, fenced code is kept verbatim. Plain text is paragraphs."""
+    blocks: list[Block] = []
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    kind, run = "paragraph", []
+    term = ""  # the current definition list's term: set by a paragraph followed by ": ", ended by a heading
+
+    def flush() -> None:
+        nonlocal run
+        joined = re.sub(r"\s+", " ", " ".join(run)).strip()
+        if joined:
+            blocks.append(Block(kind, joined, term=term if kind == "definition" else ""))
+        run = []
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if fence := _FENCE.match(line):
+            flush()
+            body = []
+            while i < len(lines) and not lines[i].strip().startswith(fence.group(1)):
+                body.append(lines[i])
+                i += 1
+            i += 1  # the closing fence (or the end of the text)
+            if any(b.strip() for b in body):
+                blocks.append(Block("code", "\n".join(body).strip("\n")))
+            continue
+        if not line.strip():
+            flush()
+            kind = "paragraph"
+            continue
+        if heading := _HEADING.match(line):
+            flush()
+            blocks.append(Block("heading", heading.group(2), level=len(heading.group(1))))
+            kind, term = "paragraph", ""
+        elif definition := _DEFINITION.match(line):
+            flush()
+            if blocks and blocks[-1].kind == "paragraph" and not run:
+                term = blocks[-1].text  # the paragraph before the first definition is its term
+                blocks[-1] = Block("term", term)
+            kind, run = "definition", [definition.group(1)]
+        elif item := _ITEM.match(line):
+            flush()
+            kind, run = "item", [item.group(1)]
+        elif row := _ROW.match(line):
+            flush()
+            if not _RULE_ROW.match(line):
+                cells = [c.strip() for c in row.group(1).rstrip().rstrip("|").split("|")]
+                blocks.append(Block("row", " | ".join(c for c in cells if c)))
+            kind = "paragraph"
+        else:  # a paragraph's line, or the continuation of an item or definition
+            quote = _QUOTE.match(line)
+            run.append(quote.group(1) if quote else line)
+    flush()
+    return blocks
+
+
+def block_sentences(block: Block) -> list[str]:
+    """A prose block's sentences (a term or table row is one); none for a heading or code."""
+    if block.kind not in PROSE:
+        return []
+    if block.kind in _WHOLE:
+        return [block.text]
+    return _sentences(block.text)
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split text into sentences, keeping abbreviations and initials ("Dr.", "J. R. R.") intact."""
+    """The sentences of a text's prose blocks, keeping abbreviations and initials ("Dr.", "J. R. R.")
+    intact. Headings and code blocks are not sentences."""
+    return [s for block in parse_blocks(text) for s in block_sentences(block)]
+
+
+# A sentence that opens with one of these leans on the one before it ("It must be shorter than 8000 bytes.").
+_LEANS_BACK = re.compile(
+    r"^(it|its|this|these|that|those|they|them|their|he|she|his|her|such|both|either|neither|here|there|"
+    r"otherwise|however|instead|also)\b",
+    re.IGNORECASE,
+)
+
+
+def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """Each prose sentence with what it needs to be judged alone: the innermost heading above it
+    (or the term it defines), and the sentence before it when it opens with a pronoun or a
+    connective. `section` is where the text starts (a chunk's section path, title excluded).
+    Returns (sentence, context) pairs; the context is "" when the sentence stands alone."""
+    heading = section[-1] if section else ""
+    pairs: list[tuple[str, str]] = []
+    previous = ""
+    for block in parse_blocks(text):
+        if block.kind == "heading":
+            heading, previous = block.text, ""
+            continue
+        label = block.term if block.kind == "definition" and block.term else heading
+        for sentence in block_sentences(block):
+            parts = [f"{label}:"] if label and label != sentence else []
+            if previous and _LEANS_BACK.match(sentence):
+                parts.append(previous)
+            pairs.append((sentence, " ".join(parts)))
+            previous = sentence
+    return pairs
+
+
+def _sentences(paragraph: str) -> list[str]:
     sentences: list[str] = []
-    for paragraph in split_paragraphs(text):
-        start = 0
-        for match in _BOUNDARY.finditer(paragraph):
-            end = match.start() + len(match.group(0).rstrip())
-            word = _WORD_BEFORE.search(paragraph[start : match.start()])
-            token = (word.group(1) if word else "").lower().strip("\"'([")
-            if paragraph[match.start()] == "." and (
-                token in _ABBREVIATIONS
-                or re.fullmatch(r"[a-z]", token)
-                or (token in _TIME_SUFFIXES and _ZONE_NEXT.match(paragraph, match.end()))
-            ):
-                continue
-            sentences.append(paragraph[start:end].strip())
-            start = match.end()
-        tail = paragraph[start:].strip()
-        if tail:
-            sentences.append(tail)
+    start = 0
+    for match in _BOUNDARY.finditer(paragraph):
+        end = match.start() + len(match.group(0).rstrip())
+        word = _WORD_BEFORE.search(paragraph[start : match.start()])
+        token = (word.group(1) if word else "").lower().strip("\"'([")
+        if paragraph[match.start()] == "." and (
+            token in _ABBREVIATIONS
+            or re.fullmatch(r"[a-z]", token)
+            or (token in _TIME_SUFFIXES and _ZONE_NEXT.match(paragraph, match.end()))
+        ):
+            continue
+        sentences.append(paragraph[start:end].strip())
+        start = match.end()
+    tail = paragraph[start:].strip()
+    if tail:
+        sentences.append(tail)
     return [s for s in sentences if s]
 
 
@@ -76,6 +182,17 @@ def split_sentences(text: str) -> list[str]:
 class ChunkText:
     text: str
     token_count: int
+    section: tuple[str, ...] = ()  # the headings (and definition term) it sits under, outermost first
+
+
+@dataclass(frozen=True)
+class _Unit:
+    text: str
+    tokens: int
+    block: int  # index of its block: units of one block are rendered together
+    kind: str
+    section: tuple[str, ...]
+    level: int = 0
 
 
 def chunk_text(
@@ -87,48 +204,121 @@ def chunk_text(
     overlap_tokens: int = 40,
 ) -> list[ChunkText]:
     """Group whole sentences into windows of at most `max_tokens`, repeating up to `overlap_tokens`
-    of trailing sentences at the start of the next window.
+    of trailing sentences (of the same section) at the start of the next window.
 
-    A sentence is cut (at token boundaries) only when it alone exceeds `max_tokens`.
+    Blocks stay blocks: a chunk keeps its paragraphs, items, rows and code apart, and is rendered
+    in the syntax parse_blocks reads back. A heading starts a new chunk once the current one holds
+    a quarter of the budget (small sections share one), and never ends one. Code is never cut into
+    sentences, only between lines when a block alone exceeds the budget. A sentence is cut (at token
+    boundaries) only when it alone exceeds `max_tokens`.
     """
     if overlap_tokens >= max_tokens:
         raise ValueError("overlap_tokens must be smaller than max_tokens")
-    units: list[tuple[str, int]] = []
-    sentences = split_sentences(text)
-    for sentence, count in zip(sentences, count_tokens(sentences)):
-        if count <= max_tokens:
-            units.append((sentence, count))
-        else:
-            pieces = split_tokens(sentence, max_tokens)
-            units.extend(zip(pieces, count_tokens(pieces)))
-
+    units = _units(parse_blocks(text), count_tokens, split_tokens, max_tokens)
     chunks: list[ChunkText] = []
-    window: list[tuple[str, int]] = []
+    window: list[_Unit] = []
     fresh = False  # whether the window holds a unit no earlier chunk has emitted
     for unit in units:
-        if window and sum(c for _, c in window) + unit[1] > max_tokens:
+        size = sum(u.tokens for u in window)
+        if unit.kind == "heading" and window and size >= max_tokens // 4:
             if fresh:
-                chunks.append(_join(window))
-            window = _overlap_tail(window, overlap_tokens)
-            while window and sum(c for _, c in window) + unit[1] > max_tokens:
+                chunks.append(_render(window))
+            window = []
+        elif window and size + unit.tokens > max_tokens:
+            headings = list(itertools.takewhile(lambda u: u.kind == "heading", reversed(window)))[::-1]
+            body = window[: len(window) - len(headings)]  # a heading goes with what follows it
+            if fresh and body:
+                chunks.append(_render(body))
+            window = headings or _overlap_tail(body, overlap_tokens, unit.section)
+            while window and sum(u.tokens for u in window) + unit.tokens > max_tokens:
                 window.pop(0)
         window.append(unit)
         fresh = True
+    while window and window[-1].kind == "heading":
+        window.pop()
     if window and fresh:
-        chunks.append(_join(window))
+        chunks.append(_render(window))
     return chunks
 
 
-def _overlap_tail(window: list[tuple[str, int]], overlap_tokens: int) -> list[tuple[str, int]]:
-    tail: list[tuple[str, int]] = []
+def _units(blocks: list[Block], count_tokens, split_tokens, max_tokens: int) -> list[_Unit]:
+    """Each block as the pieces a window may hold: a heading, a sentence, a code block (or its lines
+    in runs that fit), each with the section path it sits under."""
+    pieces: list[tuple[str, int, Block]] = []
+    path: list[tuple[int, str]] = []  # (level, heading)
+    for index, block in enumerate(blocks):
+        if block.kind == "heading":
+            path = [(lvl, h) for lvl, h in path if lvl < block.level] + [(block.level, block.text)]
+        section = tuple(h for _, h in path)
+        if block.kind == "definition" and block.term:
+            section = (*section, block.term)
+        texts = [block.text] if block.kind in ("code", "heading") else block_sentences(block)
+        pieces += [(t, index, block, section) for t in texts]
+    counts = count_tokens([p[0] for p in pieces]) if pieces else []
+    units: list[_Unit] = []
+    for (piece, index, block, section), count in zip(pieces, counts, strict=True):
+        if count <= max_tokens:
+            parts = [(piece, count)]
+        elif block.kind == "code":
+            parts = _code_runs(piece, count_tokens, split_tokens, max_tokens)
+        else:
+            cut = split_tokens(piece, max_tokens)
+            parts = list(zip(cut, count_tokens(cut), strict=True))
+        units += [_Unit(t, c, index, block.kind, section, block.level) for t, c in parts]
+    return units
+
+
+def _code_runs(code: str, count_tokens, split_tokens, max_tokens: int) -> list[tuple[str, int]]:
+    """A long code block as runs of whole lines that fit the budget (a line alone too long is cut)."""
+    lines = code.split("\n")
+    runs: list[tuple[str, int]] = []
+    current: list[str] = []
+    size = 0
+    for line, count in zip(lines, count_tokens(lines), strict=True):
+        if count > max_tokens:
+            cut = split_tokens(line, max_tokens)
+            parts = list(zip(cut, count_tokens(cut), strict=True))
+        else:
+            parts = [(line, count)]
+        for part, tokens in parts:
+            if current and size + tokens + 1 > max_tokens:
+                runs.append(("\n".join(current), size))
+                current, size = [], 0
+            current.append(part)
+            size += tokens + 1  # the line break
+    if current:
+        runs.append(("\n".join(current), size))
+    return runs
+
+
+def _overlap_tail(window: list[_Unit], overlap_tokens: int, section: tuple[str, ...]) -> list[_Unit]:
+    """Trailing sentences of the same section to repeat: never the whole window again (each chunk
+    must add something), never a heading or code."""
+    tail: list[_Unit] = []
     total = 0
-    for unit in reversed(window[1:]):  # never the whole window again: each chunk must add something
-        if total + unit[1] > overlap_tokens:
+    for unit in reversed(window[1:]):
+        shared = min(len(unit.section), len(section))
+        if unit.kind not in PROSE or unit.section[:shared] != section[:shared]:
+            break
+        if total + unit.tokens > overlap_tokens:
             break
         tail.insert(0, unit)
-        total += unit[1]
+        total += unit.tokens
     return tail
 
 
-def _join(window: list[tuple[str, int]]) -> ChunkText:
-    return ChunkText(text=" ".join(s for s, _ in window), token_count=sum(c for _, c in window))
+def _render(window: list[_Unit]) -> ChunkText:
+    """The window in block syntax: units of one block joined (sentences by a space, code lines by a
+    line break), blocks set apart by a blank line."""
+    blocks: list[str] = []
+    for _, group in itertools.groupby(window, key=lambda u: u.block):
+        units = list(group)
+        first = units[0]
+        if first.kind == "heading":
+            blocks.append(f"{'#' * first.level} {first.text}")
+        elif first.kind == "code":
+            blocks.append("```\n" + "\n".join(u.text for u in units) + "\n```")
+        else:
+            blocks.append(_PREFIX.get(first.kind, "") + " ".join(u.text for u in units))
+    section = next((u.section for u in window if u.kind != "heading"), window[0].section)
+    return ChunkText(text="\n\n".join(blocks), token_count=sum(u.tokens for u in window), section=section)

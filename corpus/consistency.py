@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from corpus.chunking import PROSE, parse_blocks
+
 PENALTY_DANGLING = 0.25
 PENALTY_TRUNCATED = 0.25
 PENALTY_BOILERPLATE = 0.4
@@ -67,8 +69,22 @@ _TERMINAL = re.compile(r"[.!?:;\"'\u201d\u2019)\]]\s*$")
 
 
 def consistency_score(text: str) -> float:
-    """1.0 for a clean, self-contained passage; lower for each defect (see the module docstring)."""
-    stripped = text.strip()
+    """1.0 for a clean, self-contained passage; lower for each defect (see the module docstring).
+
+    Read by blocks (corpus.chunking.parse_blocks): headings and code are neither fragments nor
+    debris, a term or a table row needs no full stop, and a code-only chunk is judged as it is."""
+    blocks = [b for b in parse_blocks(text) if b.kind in PROSE]
+    if not blocks:
+        return _score(text.strip(), check_start=True, check_end=True)
+    sentence_like = ("paragraph", "definition", "item")
+    return _score(
+        " ".join(b.text for b in blocks),
+        check_start=blocks[0].kind in ("paragraph", "definition"),
+        check_end=blocks[-1].kind in sentence_like,
+    )
+
+
+def _score(stripped: str, *, check_start: bool, check_end: bool) -> float:
     words = stripped.split()
     if not words:
         return 0.0
@@ -76,9 +92,9 @@ def consistency_score(text: str) -> float:
     first = words[0].strip("\"'([").lower().rstrip(",")
     if first in _DANGLING_OPENERS or _DANGLING_PHRASES.search(stripped):
         score -= PENALTY_DANGLING
-    if stripped[0].islower():
+    if check_start and stripped[0].islower():
         score -= PENALTY_TRUNCATED
-    if not _TERMINAL.search(stripped) and not stripped.startswith("#"):
+    if check_end and not _TERMINAL.search(stripped) and not stripped.startswith("#"):
         score -= PENALTY_TRUNCATED
     letters = sum(ch.isalpha() for ch in stripped)
     if _BOILERPLATE.search(stripped) or letters < 0.5 * len(stripped.replace(" ", "")):

@@ -38,10 +38,6 @@ MIME_TYPES = {
     ".pdf": "application/pdf",
     ".jsonl": "application/jsonl",
 }
-_BLOCK_TAGS = (
-    "p", "div", "br", "li", "ul", "ol", "tr", "table", "section", "article", "header", "footer",
-    "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "dd", "dt", "figcaption", "main", "aside",
-)  # fmt: skip
 
 
 def is_supported(path: Path) -> bool:
@@ -141,21 +137,12 @@ def _markdown_title(text: str) -> str:
 
 
 def _read_html(raw: str) -> tuple[str, str]:
-    from bs4 import BeautifulSoup
+    from corpus.html import NavigationPage, html_to_blocks
 
-    soup = BeautifulSoup(raw, "html.parser")
-    title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    for tag in soup(["head", "script", "style", "noscript", "template", "svg", "title"]):
-        tag.decompose()
-    if not title and (h1 := soup.find("h1")):
-        title = h1.get_text(" ", strip=True)
-    for tag in soup.find_all(_BLOCK_TAGS):
-        tag.insert_before("\n\n")
-        tag.insert_after("\n\n")
-    text = soup.get_text("")
-    text = re.sub(r"[ \t\u00a0]+", " ", text)
-    text = re.sub(r"\n\s*\n\s*", "\n\n", text)
-    return title, text
+    try:
+        return html_to_blocks(raw)
+    except NavigationPage as exc:
+        raise ExtractionError(str(exc)) from exc
 
 
 def _read_pdf(path: Path) -> tuple[str, str]:

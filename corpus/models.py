@@ -74,7 +74,11 @@ class Document(models.Model):
 class Chunk(models.Model):
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
     ordinal = models.PositiveIntegerField(help_text="Position of the chunk within its document, from 0.")
-    heading = models.CharField(max_length=500, blank=True, help_text="The document title when it was chunked.")
+    heading = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Where the chunk sits: 'Document title › Chapter › Section' (definition term last).",
+    )
     text = models.TextField()
     token_count = models.PositiveIntegerField()
     consistency = models.FloatField(

@@ -137,7 +137,14 @@ def _ingest_batch(
         )
         for doc in todo
     ]
-    inputs = [embedding_input(doc.title, piece.text) for doc, doc_pieces in zip(todo, pieces) for piece in doc_pieces]
+    headings = [
+        [chunk_heading(doc.title, piece.section) for piece in doc_pieces] for doc, doc_pieces in zip(todo, pieces)
+    ]
+    inputs = [
+        embedding_input(heading, piece.text)
+        for doc_pieces, doc_headings in zip(pieces, headings)
+        for piece, heading in zip(doc_pieces, doc_headings)
+    ]
     vectors = iter(embedder.embed(inputs))
 
     changed = []
@@ -147,7 +154,9 @@ def _ingest_batch(
             document.mime_type, document.metadata = doc.mime_type, doc.metadata
             changed.append(document)
     with transaction.atomic():
-        Chunk.objects.filter(document__in=changed).delete()
+        kept = _chunks_kept(
+            changed, {doc.source: [p.text for p in doc_pieces] for doc, doc_pieces in zip(todo, pieces)}
+        )
         Document.objects.bulk_update(changed, ["title", "sha256", "mime_type", "metadata", "updated_at"])
         if changed:
             writebacks_requeue(changed)
@@ -169,26 +178,61 @@ def _ingest_batch(
             DocumentOutcome(by_source[doc.source], "updated" if doc.source in existing else "added", len(doc_pieces))
             for doc, doc_pieces in zip(todo, pieces)
         ]
-        rows = [
-            Chunk(
-                document=by_source[doc.source],
-                ordinal=ordinal,
-                heading=doc.title,
-                text=piece.text,
-                token_count=piece.token_count,
-                consistency=consistency_score(piece.text),
-                embedding=next(vectors),
-            )
-            for doc, doc_pieces in zip(todo, pieces)
-            for ordinal, piece in enumerate(doc_pieces)
-        ]
+        rows, moved = [], []
+        for doc, doc_pieces, doc_headings in zip(todo, pieces, headings):
+            document = by_source[doc.source]
+            for ordinal, (piece, heading) in enumerate(zip(doc_pieces, doc_headings)):
+                vector = next(vectors)
+                if (chunk := kept.get((document.pk, ordinal))) is not None:
+                    chunk.ordinal, chunk.heading, chunk.embedding = ordinal, heading, vector
+                    moved.append(chunk)
+                    continue
+                rows.append(
+                    Chunk(
+                        document=document,
+                        ordinal=ordinal,
+                        heading=heading,
+                        text=piece.text,
+                        token_count=piece.token_count,
+                        consistency=consistency_score(piece.text),
+                        embedding=vector,
+                    )
+                )
         Chunk.objects.bulk_create(rows, batch_size=500)
+        Chunk.objects.bulk_update(moved, ["ordinal", "heading", "embedding"], batch_size=500)
     # Counted only once the batch has committed.
     report.outcomes.extend(written)
     report.added += sum(o.outcome == "added" for o in written)
     report.updated += sum(o.outcome == "updated" for o in written)
-    report.chunks += len(rows)
-    return len(rows)
+    report.chunks += len(rows) + len(moved)
+    return len(rows) + len(moved)
+
+
+def _chunks_kept(documents: list[Document], texts: dict[str, list[str]]) -> dict[tuple[int, int], Chunk]:
+    """Before a changed document's new chunks are written: keep each old chunk whose text reappears
+    (its id, and so its reputation and the answers citing it, survive a re-ingest or an edit that
+    left it alone), delete the others. Returns the kept chunks by (document id, new ordinal), parked
+    at ordinals past the new ones so the unique (document, ordinal) constraint holds meanwhile."""
+    kept: dict[tuple[int, int], Chunk] = {}
+    gone: list[int] = []
+    for document in documents:
+        wanted: dict[str, list[int]] = {}
+        for ordinal, text in enumerate(texts[document.source]):
+            wanted.setdefault(text, []).append(ordinal)
+        for chunk in Chunk.objects.filter(document=document).only("id", "text", "ordinal").order_by("ordinal"):
+            if wanted.get(chunk.text):
+                kept[(document.pk, wanted[chunk.text].pop(0))] = chunk
+            else:
+                gone.append(chunk.pk)
+    Chunk.objects.filter(pk__in=gone).delete()
+    parked = list(kept.values())
+    for offset, chunk in enumerate(parked):
+        chunk.ordinal = _PARKED + offset
+    Chunk.objects.bulk_update(parked, ["ordinal"], batch_size=500)
+    return kept
+
+
+_PARKED = 1_000_000  # above any real ordinal
 
 
 def _without_nul(document: ExtractedDocument) -> ExtractedDocument:
@@ -212,7 +256,18 @@ def _without_nul(document: ExtractedDocument) -> ExtractedDocument:
     )
 
 
-def embedding_input(title: str, text: str) -> str:
-    """What the embedder sees for a chunk: its document title, then its text (the title often
-    carries the subject the text leaves implicit)."""
-    return f"{title}\n\n{text}" if title else text
+def embedding_input(heading: str, text: str) -> str:
+    """What the embedder sees for a chunk: its heading (the document title and section path), then
+    its text (the heading often carries the subject the text leaves implicit)."""
+    return f"{heading}\n\n{text}" if heading else text
+
+
+HEADING_PART_CHARS = 80  # a section path part (an API signature can be 200 characters) is cut here
+
+
+def chunk_heading(title: str, section: tuple[str, ...]) -> str:
+    """ "Title › Chapter › Section": where a chunk sits, stored on it, shown with it and embedded
+    with it. A section whose heading repeats the title (a page's own h1) is not repeated."""
+    parts = [title, *(s for i, s in enumerate(section) if not (i == 0 and s == title))]
+    parts = [p if len(p) <= HEADING_PART_CHARS else p[: HEADING_PART_CHARS - 1] + "…" for p in parts if p]
+    return " › ".join(parts)[:500]

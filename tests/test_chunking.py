@@ -2,7 +2,7 @@
 
 import pytest
 
-from corpus.chunking import chunk_text, split_sentences
+from corpus.chunking import chunk_text, parse_blocks, split_sentences
 from corpus.embedder import get_embedder
 
 
@@ -36,13 +36,83 @@ def test_a_time_with_its_zone_is_no_boundary():
 
 
 def test_it_treats_paragraphs_headings_and_list_items_as_boundaries():
+    # Headings are context, not sentences; an item's marker is not part of its sentence.
     text = "# Title\nIntro line\nwraps here\n\n- first item\n- second item\nNo full stop at the end"
-    assert split_sentences(text) == [
-        "# Title",
-        "Intro line wraps here",
-        "- first item",
-        "- second item No full stop at the end",
+    assert split_sentences(text) == ["Intro line wraps here", "first item", "second item No full stop at the end"]
+
+
+MANUAL = """# Write Ahead Log
+
+The log protects committed work. It is written before the data files.
+
+## Settings
+
+wal_level (enum)
+
+: Sets how much is logged. The default value is replica.
+
+: Changed in 9.6. It no longer accepts archive.
+
+| Item: identifier length; Upper limit: 63 bytes
+
+| a | b |
+|---|---|
+
+```
+char dbname[1024];
+if (x) { return 1. }
+```
+"""
+
+
+def test_blocks_keep_terms_rows_and_code_apart():
+    blocks = parse_blocks(MANUAL)
+    assert [b.kind for b in blocks] == [
+        "heading", "paragraph", "heading", "term", "definition", "definition", "row", "row", "code",
+    ]  # fmt: skip
+    assert blocks[4].term == "wal_level (enum)" and blocks[5].term == "wal_level (enum)"
+    assert blocks[8].text == "char dbname[1024];\nif (x) { return 1. }"  # verbatim, markup rows dropped
+    assert blocks[7].text == "a | b"
+    # Sentences come from prose only: no heading, no code; a term and a row are one sentence each.
+    assert split_sentences(MANUAL) == [
+        "The log protects committed work.",
+        "It is written before the data files.",
+        "wal_level (enum)",
+        "Sets how much is logged.",
+        "The default value is replica.",
+        "Changed in 9.6.",
+        "It no longer accepts archive.",
+        "Item: identifier length; Upper limit: 63 bytes",
+        "a | b",
     ]
+
+
+def test_chunks_break_at_sections_and_carry_their_path():
+    section = " ".join(f"Rule {i} of this part is stated in ten short words here." for i in range(3))
+    short = "Rule 9 of this part is stated in ten short words here."
+    text = f"# Guide\n\n## Parking\n\n{section}\n\n## Badges\n\n{short}\n\n### Lost badges\n\nCall security."
+    chunks = chunk_text(text, count_tokens=words, split_tokens=split_words, max_tokens=60, overlap_tokens=20)
+    assert [c.section for c in chunks] == [("Guide", "Parking"), ("Guide", "Badges")]
+    assert chunks[0].text.startswith("# Guide\n\n## Parking\n\nRule 0")
+    assert "Badges" not in chunks[0].text  # no chunk ends with the next section's heading
+    assert chunks[1].text.startswith("## Badges\n\nRule 9")  # no overlap across the section break
+    assert chunks[1].text.endswith("### Lost badges\n\nCall security.")  # a small section rides along
+    # What is stored reads back as the same blocks.
+    assert [b.kind for b in parse_blocks(chunks[1].text)] == ["heading", "paragraph", "heading", "paragraph"]
+
+
+def test_code_is_never_split_into_sentences_and_long_code_is_cut_between_lines():
+    code = "\n".join(f"x{i} = compute(a, b). value()" for i in range(40))
+    text = f"Run this. It is long.\n\n```\n{code}\n```\n\nThen stop."
+    chunks = chunk_text(text, count_tokens=words, split_tokens=split_words, max_tokens=50, overlap_tokens=10)
+    bodies = [b.text for c in chunks for b in parse_blocks(c.text) if b.kind == "code"]
+    assert "\n".join(bodies) == code  # every line once, in order, none cut
+    assert all(c.token_count <= 50 for c in chunks)
+    assert split_sentences(chunks[1].text) == []
+    # A definition continued in the next chunk keeps its term in the chunk's section path.
+    entry = "term one\n\n: " + " ".join(f"Fact {i} is here." for i in range(20))
+    parts = chunk_text(entry, count_tokens=words, split_tokens=split_words, max_tokens=30, overlap_tokens=5)
+    assert len(parts) > 1 and all(p.section == ("term one",) for p in parts[1:])
 
 
 def test_windows_respect_the_budget_and_never_cut_a_sentence():

@@ -19,6 +19,9 @@ CLEAN = "The travel policy allows a per diem of 85 euros for overnight business 
         ("12.5 | 13.7 | 99.1 | 42.0 | 17.3 | 88.8 | 10.1.", 0.6),  # numbers, not prose
         ("Per diem: 85 euros.", 0.7),
         ("", 0.0),
+        # Blocks: a heading, a term, a row and code are neither truncation nor debris.
+        ("## Settings\n\nwal_level (enum)\n\n: The default value is replica.\n\n```\nx = {1: [2, 3]}\n```", 1.0),
+        ("| Item: identifier length; Upper limit: 63 bytes, or more", 1.0),
     ],
 )
 def test_each_defect_costs_its_documented_penalty(text, expected):

@@ -73,3 +73,16 @@ def test_empty_file_is_an_error(tmp_path):
     (tmp_path / "empty.txt").write_text("   \n")
     with pytest.raises(ExtractionError, match="no extractable text"):
         list(extract_file(tmp_path / "empty.txt"))
+
+
+def test_a_docs_site_page_keeps_its_article_and_drops_the_site_around_it():
+    from pathlib import Path
+
+    page = only_document(Path(__file__).parent / "fixtures" / "manual" / "site.html")
+    assert page.title == "Backups"  # the page's heading, not "Backups | Tidewater Docs"
+    assert page.text.startswith("# Backups\n\nTidewater takes a snapshot")
+    for chrome in ("Skip to content", "Pricing", "Install", "Edit this page", "All rights reserved", "«", "#\n"):
+        assert chrome not in page.text
+    assert "## Retention\n\n- Daily snapshots: 14 days\n\n- Weekly snapshots: 8 weeks" in page.text
+    assert "```\ntidewater backup create --volume db1 --retain 30d\n```" in page.text
+    assert "See Restore and the CLI reference for more." in page.text  # a sentence with links is content

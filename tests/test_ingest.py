@@ -32,7 +32,7 @@ def test_it_ingests_every_format_and_reports_bad_files_by_name(tmp_path):
     assert "diagram.png: unsupported file type '.png'" in err
     assert "faq.jsonl:3: invalid JSON" in err and "faq.jsonl:4: missing or empty 'text'" in err
     chunk = Chunk.objects.get(document__title="Parking rules")
-    assert chunk.heading == "Parking rules" and "courtyard" in chunk.text and len(chunk.embedding) == 384
+    assert chunk.heading == "Parking rules › Parking" and "courtyard" in chunk.text and len(chunk.embedding) == 384
     assert chunk.token_count > 0
 
 
@@ -79,6 +79,48 @@ def test_a_long_document_becomes_overlapping_chunks_in_order(tmp_path):
     assert all(c.token_count <= 200 for c in chunks)
     for first, second in zip(chunks, chunks[1:]):
         assert first.text.split(". ")[-1].rstrip(".") in second.text  # overlap carries the last sentence
+
+
+def test_an_edit_keeps_the_ids_and_reputation_of_the_chunks_whose_text_did_not_change(tmp_path):
+    from reputation.models import Reputation
+
+    sentences = [f"Rule {i} says that form {i} must be filed by the {i}th day of the quarter." for i in range(60)]
+    (tmp_path / "rules.txt").write_text(" ".join(sentences))
+    ingest(tmp_path / "rules.txt")
+    before = list(Chunk.objects.filter(document__title="rules").order_by("ordinal"))
+    Reputation.objects.create(chunk=before[0], alpha=7.0)
+    (tmp_path / "rules.txt").write_text(" ".join([*sentences[:-1], "Rule 59 was withdrawn in the spring."]))
+    out, _ = ingest(tmp_path / "rules.txt")
+    assert "0 added, 1 updated" in out
+    after = list(Chunk.objects.filter(document__title="rules").order_by("ordinal"))
+    assert [c.ordinal for c in after] == list(range(len(after)))
+    assert [c.id for c in after[:-1]] == [c.id for c in before[:-1]]  # only the edited tail is new
+    assert after[-1].id != before[-1].id and after[-1].text.endswith("withdrawn in the spring.")
+    assert Reputation.objects.get(chunk=before[0]).alpha == 7.0
+
+
+def test_a_manual_page_is_stored_as_sections_without_its_navigation(tmp_path):
+    from pathlib import Path
+
+    page = Path(__file__).parent / "fixtures" / "manual" / "config.html"
+    ingest(page, collection="manual")
+    chunks = list(Chunk.objects.filter(document__collection__slug="manual").order_by("ordinal"))
+    text = "\n".join(c.text for c in chunks)
+    for navigation in ("Prev", "Next", "Home", "Up\n", "20.5.2. Checkpoints\n20.5.3", "Copyright", "analytics"):
+        assert navigation not in text
+    assert chunks[0].heading.startswith("20.5. Write Ahead Log")
+    settings_chunk = next(c for c in chunks if "The default value is replica, which" in c.text)
+    # A small section rides in its parent's chunk, under its own heading line; the term stays with its text.
+    assert "### 20.5.1. Settings\n\nwal_level (enum)\n\n: wal_level determines" in settings_chunk.text
+    assert "| Item: identifier length; Upper limit: 63 bytes" in text  # cells apart, each with its header
+    assert "```\nSELECT pg_switch_wal();\nchar dbname[1024];" in text  # code verbatim
+
+
+def test_an_index_page_is_refused_by_name(tmp_path):
+    links = "".join(f'<li><a href="p{i}.html">Entry number {i}</a></li>' for i in range(40))
+    (tmp_path / "genindex.html").write_text(f"<html><body><h1>Index</h1><ul>{links}</ul></body></html>")
+    out, err = ingest(tmp_path)
+    assert "0 added" in out and "genindex.html: a navigation or index page" in err
 
 
 def test_nothing_to_ingest_is_a_command_error_naming_the_path(tmp_path):

@@ -1,0 +1,252 @@
+"""HTML to Cairn's block text: the page's main content, its structure kept as light Markdown.
+
+Documentation sites wrap every page in navigation (menus, breadcrumbs, "Prev Up Home Next", a
+table of contents, a sidebar); stored as content it becomes 1 chunk in 5 and reaches answers. This
+reader keeps what the author wrote and how it was laid out, in the block syntax that
+corpus.chunking.parse_blocks reads back:
+
+- ``#``-headings for h1-h6 (they give each chunk its section path);
+- paragraphs separated by blank lines; list items as ``- item``;
+- definition lists as ``term`` followed by ``: definition`` lines (Pandoc's syntax), so a setting's
+  "The default is replica." stays under ``wal_level``;
+- table rows as ``| Header: cell; Header: cell`` (cells never glued, each with its header);
+- ``pre`` blocks fenced with ``````` and kept verbatim.
+
+Boilerplate is detected, not configured per site: semantic elements and ARIA roles (nav, header,
+footer, aside; navigation, banner, contentinfo, search), class/id words used for navigation
+(menu, breadcrumb, sidebar, related, toc...), and link-dense blocks (mostly link text). A page that
+is mostly links (an A-Z index, a table of contents) is refused as a navigation page.
+
+Built on BeautifulSoup rather than a news-article extractor (trafilatura, readability): those score
+paragraphs of prose and drop the definition lists, tables and code that manuals are made of.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bs4 import BeautifulSoup, Comment, NavigableString, Tag
+
+_DROP_TAGS = (
+    "head", "script", "style", "noscript", "template", "svg", "title", "nav", "aside", "footer",
+    "form", "button", "input", "select", "textarea", "iframe", "object", "embed", "canvas", "map",
+)  # fmt: skip
+_DROP_ROLES = {"navigation", "banner", "contentinfo", "search", "complementary", "menu", "menubar", "toolbar"}
+# Whole class/id tokens (split on - and _) that name navigation, and substrings that only navigation uses.
+_NAV_TOKENS = {
+    "nav", "navbar", "navigation", "menu", "breadcrumb", "breadcrumbs", "sidebar", "related", "toc",
+    "pagination", "pager", "skip", "cookie", "cookies", "banner", "masthead", "share", "social",
+    "footer", "header", "topbar", "headerlink", "prevnext", "searchbox", "switcher", "placeholder",
+}  # fmt: skip
+_NAV_SUBSTRINGS = ("sidebar", "navbar", "breadcrumb", "navigation", "footer", "menu-wrapper", "switcher")
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_BLOCKS = {
+    "p", "div", "section", "article", "main", "blockquote", "figure", "figcaption", "details", "summary",
+    "ul", "ol", "li", "dl", "dt", "dd", "table", "pre", "hr", "br", "center", "address", "fieldset", "body",
+    *_HEADINGS,
+}  # fmt: skip
+# Anchor glyphs that themes put beside headings ("¶", "#", "§", "🔗").
+_ANCHOR_GLYPH = re.compile(r"^\s*[¶#§\U0001f517]\s*$")
+LINK_DENSE = 0.6  # a block whose text is at least this share of link text is navigation...
+LINK_DENSE_MIN_LINKS = 3  # ...when it holds at least this many links
+SHORT_LINK_BAR_WORDS = 6  # at most this many words besides the links, and no sentence: a link bar
+INDEX_PAGE = 0.5  # a page whose main text is at least this share of link text is an index
+
+
+class NavigationPage(ValueError):
+    """The page is an index or table of contents: links, not content."""
+
+
+def html_to_blocks(raw: str) -> tuple[str, str]:
+    """(title, block text) of an HTML page. Raises NavigationPage for a page that is mostly links."""
+    soup = BeautifulSoup(raw, "html.parser")
+    page_title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
+        comment.extract()
+    for tag in soup.find_all(_DROP_TAGS):
+        tag.decompose()
+    for tag in soup.find_all(_is_boilerplate):
+        tag.decompose()
+    root = _main_root(soup)
+    text_length = len(_squash(root.get_text(" ")))
+    link_length = sum(len(_squash(a.get_text(" "))) for a in root.find_all("a"))
+    if text_length and link_length / text_length >= INDEX_PAGE and len(root.find_all("a")) >= 10:
+        raise NavigationPage(f"a navigation or index page ({link_length / text_length:.0%} of its text is links)")
+    for tag in root.find_all(_is_link_dense):
+        tag.decompose()
+    # The <title> less its site suffix ("json — JSON encoder — Python 3.11 documentation" reads as
+    # its first heading "json — JSON encoder"); the first heading when there is no <title>.
+    heading = root.find(list(_HEADINGS))
+    first = _squash(_text(heading)) if heading is not None else ""
+    if first and re.match(rf"{re.escape(first)}\s*[—–|:·-]", page_title):
+        page_title = first
+    title = page_title or first
+    blocks: list[str] = []
+    _emit(root, blocks)
+    return title, "\n\n".join(blocks)
+
+
+def _classes(tag: Tag) -> list[str]:
+    names = tag.get("class") or []
+    names = names.split() if isinstance(names, str) else list(names)
+    if tag.get("id"):
+        names.append(str(tag["id"]))
+    return [n.lower() for n in names]
+
+
+def _is_boilerplate(tag: Tag) -> bool:
+    if tag.name == "body" or tag.attrs is None:
+        return False
+    if tag.get("role") in _DROP_ROLES or tag.get("aria-hidden") == "true" or tag.has_attr("hidden"):
+        return True
+    if tag.name == "header" and not tag.find(["h1", "h2"]):
+        return True  # a page header (logo, menu); an article's header holds its title
+    if tag.name == "a" and _ANCHOR_GLYPH.match(tag.get_text()):
+        return True
+    if tag.name not in _BLOCKS and tag.name != "header":
+        return False  # an inline element's class says how it looks ("toc-backref" on a heading's link)
+    if tag.find(["h1", "h2"]) is not None:
+        return False  # a "card-header" or "section-header" holding a page or section title is content
+    for name in _classes(tag):
+        tokens = re.split(r"[-_\s]+", name)
+        if any(s in name for s in _NAV_SUBSTRINGS) or _NAV_TOKENS & set(tokens):
+            return True
+        if any(t.startswith("nav") for t in tokens):  # navheader, navfooter, nav-links
+            return True
+    label = " ".join(str(tag.get(a, "")) for a in ("summary", "aria-label")).lower()
+    return any(word in label for word in ("navigation", "breadcrumb", "table of contents", "pagination"))
+
+
+def _main_root(soup: BeautifulSoup) -> Tag:
+    """The main content: <main> or role=main, else the one <article>, else the body."""
+    for found in (soup.find("main"), soup.find(attrs={"role": "main"})):
+        if found is not None:
+            return found
+    articles = soup.find_all("article")
+    if len(articles) == 1:
+        return articles[0]
+    return soup.body or soup
+
+
+def _is_link_dense(tag: Tag) -> bool:
+    """Mostly links (a menu, a table of contents), or a few links with a few words and no sentence
+    ("Prev Up Next", "Home / Guide / Install"): navigation, not content."""
+    if tag.name not in ("div", "ul", "ol", "table", "section", "p", "dl", "td", "li"):
+        return False
+    links = tag.find_all("a")
+    if len(links) < 2:
+        return False
+    text = _squash(tag.get_text(" "))
+    linked = sum(len(_squash(a.get_text(" "))) for a in links)
+    if len(links) >= LINK_DENSE_MIN_LINKS and text and linked / len(text) >= LINK_DENSE:
+        return True
+    if tag.name in ("td", "li"):
+        return False  # a cell or item of real content may be a pair of links
+    unlinked = len(text.split()) - sum(len(_squash(a.get_text(" ")).split()) for a in links)
+    return unlinked <= SHORT_LINK_BAR_WORDS and not re.search(r"[.!?:;,]$", text)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _text(tag: Tag) -> str:
+    """An element's text on one line: inline children run together as written (a signature's
+    ``json.``/``dumps`` spans read "json.dumps"), block children are set apart by a space."""
+    parts: list[str] = []
+    for child in tag.children:
+        if isinstance(child, NavigableString):
+            parts.append(str(child))
+        elif isinstance(child, Tag):
+            inner = _text(child)
+            parts.append(f" {inner} " if child.name in _BLOCKS else inner)
+    return "".join(parts)
+
+
+def _emit(element: Tag, blocks: list[str]) -> None:
+    """Append `element`'s blocks. Inline runs between block children become paragraphs."""
+    run: list[str] = []
+
+    def flush() -> None:
+        text = _squash("".join(run))
+        if text:
+            blocks.append(text)
+        run.clear()
+
+    for child in element.children:
+        if isinstance(child, NavigableString):
+            run.append(str(child))
+            continue
+        if not isinstance(child, Tag):
+            continue
+        name = child.name
+        if name not in _BLOCKS:
+            run.append(_text(child))
+            continue
+        flush()
+        if name in _HEADINGS:
+            if text := _squash(_text(child)):
+                blocks.append(f"{'#' * _HEADINGS[name]} {text}")
+        elif name == "pre":
+            code = child.get_text().strip("\n")
+            if code.strip():
+                blocks.append(f"```\n{code.replace('```', '` ` `')}\n```")
+        elif name in ("ul", "ol"):
+            _emit_list(child, blocks)
+        elif name == "dl":
+            _emit_definitions(child, blocks)
+        elif name == "table":
+            _emit_table(child, blocks)
+        elif name in ("hr", "br"):
+            continue
+        else:
+            _emit(child, blocks)
+    flush()
+
+
+def _emit_list(element: Tag, blocks: list[str]) -> None:
+    for item in element.find_all("li", recursive=False):
+        nested = [c for c in item.children if isinstance(c, Tag) and c.name in _BLOCKS - {"br"}]
+        if not nested:
+            if text := _squash(_text(item)):
+                blocks.append(f"- {text}")
+            continue
+        inner: list[str] = []
+        _emit(item, inner)
+        for i, block in enumerate(inner):
+            # The item's first paragraph carries the bullet; nested lists and code keep their own syntax.
+            plain = not block.startswith(("#", "- ", "```", "|", ": ")) and "\n: " not in block
+            blocks.append(f"- {block}" if i == 0 and plain else block)
+
+
+def _emit_definitions(element: Tag, blocks: list[str]) -> None:
+    """term / ": definition" pairs; a definition with several paragraphs gives several ": " lines,
+    a definition's list, table or code keeps its own syntax under the term."""
+    for child in element.find_all(["dt", "dd"], recursive=False):
+        if child.name == "dt":
+            if term := _squash(_text(child)):
+                blocks.append(term)
+            continue
+        inner: list[str] = []
+        _emit(child, inner)
+        for block in inner:
+            prose = not block.startswith(("#", "```", "|", "- ", ": ")) and "\n" not in block
+            blocks.append(f": {block}" if prose else block)
+
+
+def _emit_table(element: Tag, blocks: list[str]) -> None:
+    rows = element.find_all("tr")
+    header: list[str] = []
+    for row in rows:
+        cells = row.find_all(["th", "td"], recursive=False)
+        texts = [_squash(_text(c)) for c in cells]
+        if not any(texts):
+            continue
+        if not header and all(c.name == "th" for c in cells):
+            header = texts
+            continue
+        if header and len(header) == len(texts):
+            parts = [f"{h}: {t}" if h else t for h, t in zip(header, texts, strict=True) if t]
+        else:
+            parts = [t for t in texts if t]
+        blocks.append("| " + "; ".join(parts))
