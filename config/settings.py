@@ -221,6 +221,13 @@ CAIRN_UNCERTAIN_THRESHOLD = env_float("CAIRN_UNCERTAIN_THRESHOLD", 0.40, minimum
 CAIRN_STRIP_THRESHOLD = env_float("CAIRN_STRIP_THRESHOLD", 0.3, minimum=0.0, maximum=1.0)
 CAIRN_CONTRADICTION_THRESHOLD = env_float("CAIRN_CONTRADICTION_THRESHOLD", 0.5, minimum=0.0, maximum=1.0)
 CAIRN_AGREEMENT_MAX_PAIRS = env_int("CAIRN_AGREEMENT_MAX_PAIRS", 28, minimum=0)
+# Answerability: a candidate must hold this share of the question's term weight (the corpus's own
+# IDF, pipeline/gate.py Gate.score_coverage) to be VERIFIED or to make the action CORRECT. The
+# relevance evaluator rates every chunk of a manual relevant to every technical question; a
+# question whose key terms the evidence never mentions is not answered by it. 0.2: on the Python
+# docs' tune part and 120 NQ report questions, the highest share that cost NQ no gold lead passage
+# (0.3 cost 2 of 120, 0.5 cost 17); most of the not-found answers come from absent names instead.
+CAIRN_COVERAGE_THRESHOLD = env_float("CAIRN_COVERAGE_THRESHOLD", 0.2, minimum=0.0, maximum=1.0)
 CAIRN_SEARCH_PROVIDER = env_choice("CAIRN_SEARCH_PROVIDER", "none", ("none", "searxng", "http-json"))
 CAIRN_SEARCH_URL = env_str("CAIRN_SEARCH_URL", "")
 CAIRN_SEARCH_AUTH_HEADER = env_str("CAIRN_SEARCH_AUTH_HEADER", "")  # "Authorization: Bearer ..."

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -70,6 +72,7 @@ class Hit:
     text_position: int | None
     score: float  # reciprocal rank fusion
     similarity: float | None = None  # cosine similarity to the query, for every hit (ranking, credit)
+    heading: str = ""  # "Title › Section › Subsection", where the chunk sits in its document
 
 
 def chunk_search(
@@ -127,7 +130,7 @@ def chunk_search(
         )
         SELECT f.id, c.document_id, d.collection_id, c.ordinal, d.title, d.source, c.text, c.consistency,
                f.distance, f.text_rank, f.vpos, f.tpos, f.fused,
-               1 - COALESCE(f.distance, c.embedding <=> %s::vector) AS similarity
+               1 - COALESCE(f.distance, c.embedding <=> %s::vector) AS similarity, c.heading
         FROM fused f
         JOIN {Chunk._meta.db_table} c ON c.id = f.id
         JOIN {Document._meta.db_table} d ON d.id = c.document_id
@@ -141,7 +144,7 @@ def chunk_search(
         Hit(
             chunk_id=r[0], document_id=r[1], collection_id=r[2], ordinal=r[3], title=r[4], source=r[5], text=r[6],
             consistency=r[7], vector_distance=r[8], text_rank=r[9], vector_position=r[10], text_position=r[11],
-            score=float(r[12]), similarity=float(r[13]),
+            score=float(r[12]), similarity=float(r[13]), heading=r[14],
         )
         for r in rows
     ]  # fmt: skip
@@ -160,3 +163,94 @@ def _leg_cte(name: str, leg: QuerySet | None) -> tuple[str, list]:
         f"{name} AS MATERIALIZED (SELECT id, score, row_number() OVER (ORDER BY score, id) AS pos FROM ({sql}) leg)",
         list(params),
     )
+
+
+@dataclass(frozen=True)
+class QuestionTerms:
+    """The question's search terms (Postgres lexemes, stop words dropped) and how rare each is in
+    the chunks the asker may read: the corpus's own inverse document frequency."""
+
+    chunks: int  # readable chunks in scope
+    frequency: dict[str, int]  # lexeme -> readable chunks holding it (0: the corpus never says it)
+    words: dict[str, str]  # lexeme -> the word as asked ("innodb", "RMAN", "os.quickcopy")
+
+    def weight(self, lexeme: str) -> float:
+        """Inverse document frequency: a term few chunks hold says more about what is asked."""
+        return math.log((self.chunks + 1) / (self.frequency[lexeme] + 0.5))
+
+    def coverage(self, found: set[str], *, absent_too: bool = False) -> float:
+        """The share of the weight of the question's terms the corpus uses that a text holding
+        `found` covers (1 when there are none). Terms the corpus never uses are left out for its
+        own chunks (a paraphrase, "nowadays", is no evidence against one; a name is, and the gate
+        reads names apart), counted for a text from outside it (`absent_too`: an external passage)."""
+        present = [t for t, n in self.frequency.items() if n > 0 or absent_too]
+        total = sum(self.weight(t) for t in present)
+        return sum(self.weight(t) for t in present if t in found) / total if total > 0 else 1.0
+
+    identifiers: dict[str, int] = field(default_factory=dict)  # snake_case name -> chunks holding it
+
+    def absent(self) -> list[str]:
+        """The words of the question no readable chunk holds, as asked."""
+        return [self.words[t] for t, n in self.frequency.items() if n == 0]
+
+    def absent_identifiers(self) -> list[str]:
+        """The question's snake_case names (max_concurrency, innodb_buffer_pool_size) that no
+        readable chunk holds as a phrase, though each word of them may be common."""
+        return [name for name, n in self.identifiers.items() if n == 0]
+
+
+def question_terms(*, user: User, question: str, collection_ids: Sequence[int] | None = None) -> QuestionTerms:
+    """Count, in one round trip, the readable chunks and those holding each of the question's
+    lexemes (each a GIN index lookup)."""
+    base = chunks_readable_by(user=user)
+    if collection_ids is not None:
+        base = base.filter(document__collection_id__in=list(collection_ids))
+    scope_sql, scope_params = base.values("id").query.sql_with_params()
+    sql = f"""
+        WITH scope AS MATERIALIZED ({scope_sql}),
+        terms AS (SELECT DISTINCT ON (lexeme) lexeme, d.token
+                  FROM ts_debug(%s::regconfig, %s) d, unnest(d.lexemes) AS lexeme
+                  ORDER BY lexeme, d.token)
+        SELECT NULL, NULL, count(*) FROM scope
+        UNION ALL
+        SELECT t.lexeme, t.token, (SELECT count(*) FROM {Chunk._meta.db_table} c
+                          WHERE c.search_vector @@ quote_literal(t.lexeme)::tsquery AND c.id IN (SELECT id FROM scope))
+        FROM terms t
+        UNION ALL
+        SELECT NULL, i.name, (SELECT count(*) FROM {Chunk._meta.db_table} c
+                              WHERE c.search_vector @@ i.query AND c.id IN (SELECT id FROM scope))
+        FROM (SELECT name, phraseto_tsquery(%s::regconfig, name) AS query FROM unnest(%s::text[]) AS name) i
+        WHERE numnode(i.query) > 0
+    """
+    # "SequenceMatcher.ratio", "DTrace/SystemTap": each part is a term (Postgres would read one
+    # host or path name that the text, writing the parts apart, never holds); "3.11" stays whole.
+    words = re.sub(r"(?<=[^\W\d])[./](?=[^\W\d])", " ", question)
+    identifiers = sorted(set(SNAKE_CASE.findall(question)))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*scope_params, TEXT_SEARCH_CONFIG, words, TEXT_SEARCH_CONFIG, identifiers])
+        rows = cursor.fetchall()
+    terms = [r for r in rows[1:] if r[0] is not None]
+    return QuestionTerms(
+        chunks=int(rows[0][2]),
+        frequency={lexeme: int(n) for lexeme, _, n in terms},
+        words={lexeme: word for lexeme, word, _ in terms},
+        identifiers={name: int(n) for lexeme, name, n in rows[1:] if lexeme is None},
+    )
+
+
+SNAKE_CASE = re.compile(r"\b[^\W\d_][^\W_]*(?:_[^\W_]+)+\b")  # max_concurrency, wal_level; not __init__
+
+
+def terms_found(texts: Sequence[str], lexemes: Sequence[str]) -> list[set[str]]:
+    """Which of `lexemes` each text holds, stemmed as the search index stems (one round trip)."""
+    if not texts or not lexemes:
+        return [set() for _ in texts]
+    sql = """
+        WITH d AS (SELECT i, to_tsvector(%s::regconfig, body) AS v FROM unnest(%s::text[]) WITH ORDINALITY AS u(body, i))
+        SELECT d.i, array_remove(array_agg(t.lexeme), NULL)
+        FROM d LEFT JOIN unnest(%s::text[]) AS t(lexeme) ON d.v @@ quote_literal(t.lexeme)::tsquery
+        GROUP BY d.i ORDER BY d.i
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [TEXT_SEARCH_CONFIG, list(texts), list(lexemes)])
+        return [set(found or ()) for _, found in cursor.fetchall()]

@@ -128,20 +128,26 @@ def answer_selection(
     judged: list[tuple[str, float]], *, accept: float, margin: float, max_sentences: int
 ) -> list[Sentence]:
     """The lead passage's sentences (with their answer-judge scores) that make the answer, in reading
-    order: the best, then those accepted or within `margin` x its score, at most `max_sentences`.
-    Empty when the passage has no sentences."""
+    order: the best, then those accepted or within `margin` x its score, at most `max_sentences`
+    sentences in all (a strip that joined a fragment to its neighbour counts as two). Empty when
+    the passage has no sentences."""
+    from corpus.chunking import split_sentences
+
     sentences = [Sentence(position, text, score) for position, (text, score) in enumerate(judged)]
     ranked = sorted(sentences, key=lambda s: (-s.score, s.position))
     if not ranked:
         return []
     best = ranked[0]
     chosen, seen = [best], {_key(best.text)}
+    size = len(split_sentences(best.text))
     for s in ranked[1:]:
-        if len(chosen) == max_sentences or (s.score < accept and s.score < margin * best.score):
+        if size >= max_sentences or (s.score < accept and s.score < margin * best.score):
             break
-        if _key(s.text) not in seen:  # a passage may repeat a sentence
+        count = len(split_sentences(s.text))
+        if _key(s.text) not in seen and size + count <= max_sentences:  # a passage may repeat a sentence
             seen.add(_key(s.text))
             chosen.append(s)
+            size += count
     return sorted(chosen, key=lambda s: s.position)
 
 

@@ -36,13 +36,14 @@ one with every consistency defect 0.85.
 from __future__ import annotations
 
 import enum
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
 
 from django.conf import settings
 
-from corpus.chunking import split_sentences
+from corpus.chunking import sentences_in_context
 from corpus.selectors import Hit
 from pipeline.calibration import relevance_stacked
 from pipeline.extractive import content_terms
@@ -65,6 +66,20 @@ class Strip:
     text: str
     relevance: float = 0.0
     kept: bool = False
+    label: str = ""  # its heading, or the term it defines: read with it, never shown with it
+    antecedent: str = ""  # the sentence before it, when it opens with a pronoun ("It must be...")
+
+    @property
+    def judged(self) -> str:
+        """What the relevance evaluator reads (refinement, agreement): the strip under its label,
+        after the sentence a pronoun leans on, so "It must be shorter than 8000 bytes." is kept."""
+        return " ".join(p for p in (f"{self.label}:" if self.label else "", self.antecedent, self.text) if p)
+
+    @property
+    def labelled(self) -> str:
+        """What the answer judge reads: the strip under its label, without the antecedent (read by
+        the judge too, it made the pronoun's sentence win: NQ gold in answer 0.850 -> 0.835)."""
+        return f"{self.label}: {self.text}" if self.label else self.text
 
 
 @dataclass
@@ -82,6 +97,7 @@ class Candidate:
     similarity: float | None = None  # cosine similarity to the question (the retrieval's, or the gate's)
     relevance: float | None = None  # None until scored
     agreement: float = 1.0
+    coverage: float | None = None  # share of the question's term weight it holds (None: not measured)
     contradicted_by: list[int] = field(default_factory=list)
     trust: float = 0.0
     bucket: Bucket = Bucket.REJECTED
@@ -103,26 +119,41 @@ class Candidate:
 
 def candidate_from_hit(n: int, hit: Hit, **extra) -> Candidate:
     return Candidate(
-        n=n, text=hit.text, title=hit.title, source=hit.source, consistency=hit.consistency, hit=hit,
-        strips=[Strip(text) for text in strips_of(hit.text)], similarity=hit.similarity, **extra,
+        n=n, text=hit.text, title=hit.heading or hit.title, source=hit.source, consistency=hit.consistency, hit=hit,
+        strips=strips_in_context(hit.text, section_of(hit.heading)), similarity=hit.similarity, **extra,
     )  # fmt: skip
 
 
-def strips_of(text: str, *, min_words: int = 6) -> list[str]:
-    """Sentences, with fragments shorter than `min_words` joined to the next sentence."""
-    strips: list[str] = []
-    pending = ""
-    for sentence in split_sentences(text):
+def section_of(heading: str) -> tuple[str, ...]:
+    """A chunk's section path without its document title ("Title › Settings › wal_level")."""
+    return tuple(heading.split(" › ")[1:]) if heading else ()
+
+
+def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: int = 6) -> list[Strip]:
+    """The prose sentences of `text` (never a heading or code), fragments shorter than `min_words`
+    joined to the next sentence, each with the context of its first sentence
+    (corpus.chunking.sentences_in_context: heading or term, and the sentence a pronoun leans on).
+    A passage without sections (Wikipedia) is judged sentence by sentence."""
+    strips: list[Strip] = []
+    pending, label, antecedent = "", "", ""
+    for sentence, sentence_label, sentence_antecedent in sentences_in_context(text, section):
+        if not pending:
+            label, antecedent = sentence_label, sentence_antecedent
         pending = f"{pending} {sentence}".strip()
         if len(pending.split()) >= min_words:
-            strips.append(pending)
+            strips.append(Strip(pending, label=label, antecedent=antecedent))
             pending = ""
     if pending:
         if strips:
-            strips[-1] = f"{strips[-1]} {pending}"
+            strips[-1].text = f"{strips[-1].text} {pending}"
         else:
-            strips.append(pending)
+            strips.append(Strip(pending, label=label, antecedent=antecedent))
     return strips
+
+
+def strips_of(text: str, *, min_words: int = 6) -> list[str]:
+    """The texts of strips_in_context, for passages that come without a section (external results)."""
+    return [strip.text for strip in strips_in_context(text, min_words=min_words)]
 
 
 def relevance_grade(relevance: float) -> float:
@@ -139,15 +170,49 @@ def trust_score(relevance: float, consistency: float, agreement: float) -> float
     return round(relevance_grade(relevance) * mix, 4)
 
 
-def bucket_for(trust: float, relevance: float) -> Bucket:
+def bucket_for(trust: float, relevance: float, coverage: float = 1.0) -> Bucket:
     """VERIFIED needs real relevance as well as trust: a chunk below the upper threshold is at most
     UNCERTAIN, however tidy and undisputed (it scored trust 0.75 from relevance 0.41 and padded
-    answers with a sentence about something else)."""
+    answers with a sentence about something else). It also needs the question's key terms: a
+    manual's chunk about buffers is not evidence for innodb_buffer_pool_size."""
     if relevance < settings.CAIRN_RELEVANCE_LOWER or trust < settings.CAIRN_UNCERTAIN_THRESHOLD:
         return Bucket.REJECTED
-    if trust >= settings.CAIRN_VERIFIED_THRESHOLD and relevance >= settings.CAIRN_RELEVANCE_UPPER:
+    if (
+        trust >= settings.CAIRN_VERIFIED_THRESHOLD
+        and relevance >= settings.CAIRN_RELEVANCE_UPPER
+        and coverage >= settings.CAIRN_COVERAGE_THRESHOLD
+    ):
         return Bucket.VERIFIED
     return Bucket.UNCERTAIN
+
+
+def answerable(candidates: list[Candidate]) -> list[Candidate]:
+    """Candidates holding the question's key terms (or not measured)."""
+    return [c for c in candidates if c.coverage is None or c.coverage >= settings.CAIRN_COVERAGE_THRESHOLD]
+
+
+def answerable_relevances(candidates: list[Candidate]) -> list[float]:
+    """The relevances the action rests on: those of answerable candidates. None left (the corpus
+    never mentions what is asked) makes the action INCORRECT."""
+    return [c.relevance for c in answerable(candidates)]
+
+
+def unknown_names(question: str, words: list[str]) -> list[str]:
+    """The words of `question` that name something: written as a name (capitals after the first
+    letter, a capital not opening the question, or part of an identifier: innodb_buffer_pool_size,
+    os.quickcopy) and not one token of the embedder's vocabulary (30k common English words and
+    pieces). A lower-case word is never taken for a name: NQ's lower-case questions carry
+    misspellings and abbreviations ("protien", "lotr") that are no sign the corpus lacks the answer."""
+    from corpus.embedder import get_embedder
+
+    def written_as_name(word: str) -> bool:
+        if any(ch.isupper() for ch in word[1:]) or (word[0].isupper() and not question.lstrip().startswith(word)):
+            return True
+        return bool(re.search(rf"[\w]*[_./]{re.escape(word)}\b|\b{re.escape(word)}[_./]\w", question))
+
+    words = [w for w in words if len(w) >= 3 and re.search(r"[^\W\d_]", w) and written_as_name(w)]
+    counts = get_embedder().count_tokens([w.lower() for w in words]) if words else []
+    return [w for w, n in zip(words, counts, strict=True) if n > 1]
 
 
 def action_for(relevances: list[float]) -> Action:
@@ -191,11 +256,12 @@ class Gate:
     """Scores candidates with the verifier models, caching what it has scored, so adding external
     candidates later costs only their own relevance calls and their new pairs."""
 
-    def __init__(self, question: str, relevance_model, nli_model, *, query_vector=None) -> None:
+    def __init__(self, question: str, relevance_model, nli_model, *, query_vector=None, terms=None) -> None:
         self.question = question
         self.relevance_model = relevance_model
         self.nli_model = nli_model
         self.query_vector = query_vector  # embedded on first need when not given
+        self.terms = terms  # corpus.selectors.QuestionTerms; None: coverage is not measured
         self._contradiction: dict[tuple[str, str], float] = {}
 
     def relevance(
@@ -226,18 +292,23 @@ class Gate:
 
     def score_relevance(self, candidates: list[Candidate]) -> None:
         """Relevance of each new candidate, then of the strips of those that clear the lower
-        threshold (the others are rejected whatever their sentences say): two batched calls."""
+        threshold and hold the question's key terms (the others are never VERIFIED whatever their
+        sentences say): two batched calls."""
         todo = [c for c in candidates if c.relevance is None]
         scores = self.relevance([c.text for c in todo], [c.similarity for c in todo], [c.title for c in todo])
         for candidate, score in zip(todo, scores, strict=True):
             candidate.relevance = round(score, 4)
-        relevant = [c for c in todo if c.relevance >= settings.CAIRN_RELEVANCE_LOWER]
+        # Strips cost one evaluator pair each (a manual's chunk has a dozen): only those of chunks
+        # that clear the lower threshold and hold the question's key terms can matter.
+        relevant = [c for c in answerable(todo) if c.relevance >= settings.CAIRN_RELEVANCE_LOWER]
         strips = [s for c in relevant for s in c.strips]
-        for strip, score in zip(strips, self.relevance_model.score(self.question, [s.text for s in strips]).tolist()):
+        for strip, score in zip(strips, self.relevance_model.score(self.question, [s.judged for s in strips]).tolist()):
             strip.relevance = round(score, 4)
 
     def score_agreement(self, candidates: list[Candidate]) -> None:
-        relevant = [c for c in candidates if c.relevance >= settings.CAIRN_RELEVANCE_LOWER and c.strips]
+        """Contradictions between relevant candidates that both hold the question's key terms: two
+        chunks about different things (an extension's function and a core one) are not a dispute."""
+        relevant = [c for c in answerable(candidates) if c.relevance >= settings.CAIRN_RELEVANCE_LOWER and c.strips]
         pairs = [(a, b) for a, b in combinations(relevant, 2) if could_disagree(a.best_strip.text, b.best_strip.text)][
             : settings.CAIRN_AGREEMENT_MAX_PAIRS
         ]
@@ -259,20 +330,54 @@ class Gate:
                 other for pair in contradictions if candidate.n in pair for other in pair if other != candidate.n
             )
 
+    def score_coverage(self, candidates: list[Candidate]) -> None:
+        """How much of the question's term weight each new candidate holds in its title and text
+        (one SQL round trip; the weights are the corpus's IDF, corpus.selectors.question_terms).
+        A name the question asks about that no readable chunk holds means the corpus cannot
+        answer, and every candidate's coverage is 0: a word written as a name that the embedder's
+        vocabulary does not know either ("RMAN", "os.quickcopy"; not "nowadays"), or a snake_case
+        name no chunk holds as a phrase ("max_concurrency", though "max" and "concurrency" are
+        everywhere). External passages are judged on all the question's terms instead: the web may
+        hold what the corpus never mentions, which is what it is searched for."""
+        from corpus.selectors import terms_found
+
+        todo = [c for c in candidates if c.coverage is None]
+        if self.terms is None or not todo:
+            return
+        names = unknown_names(self.question, self.terms.absent()) + self.terms.absent_identifiers()
+        lexemes = list(self.terms.frequency)
+        found_sets = terms_found([f"{c.title}\n{c.text}" for c in todo], lexemes)
+        for candidate, found in zip(todo, found_sets, strict=True):
+            external = candidate.origin != "corpus"  # the web may know what the corpus never mentions
+            if names and not external:
+                candidate.coverage = 0.0
+                candidate.notes.append(f"nothing the asker may read mentions {', '.join(names[:5])}")
+                continue
+            candidate.coverage = round(self.terms.coverage(found, absent_too=external), 4)
+            if candidate.coverage < settings.CAIRN_COVERAGE_THRESHOLD:
+                missing = sorted(
+                    (t for t in lexemes if t not in found and self.terms.frequency[t]), key=self.terms.weight
+                )
+                candidate.notes.append(f"does not mention {', '.join(missing[::-1][:5])} (key terms of the question)")
+
     def verify(self, candidates: list[Candidate]) -> None:
-        """Relevance, agreement, trust and bucket for every candidate (cached where already known)."""
+        """Relevance, coverage, agreement, trust and bucket for every candidate (cached where known)."""
+        self.score_coverage(candidates)
         self.score_relevance(candidates)
         self.score_agreement(candidates)
         for candidate in candidates:
             candidate.trust = trust_score(candidate.relevance, candidate.consistency, candidate.agreement)
             if not candidate.settled:
-                candidate.bucket = bucket_for(candidate.trust, candidate.relevance)
+                coverage = 1.0 if candidate.coverage is None else candidate.coverage
+                candidate.bucket = bucket_for(candidate.trust, candidate.relevance, coverage)
 
     def confirm(self, uncertain: list[Candidate], external: list[Candidate]) -> None:
         """External passages settle UNCERTAIN corpus candidates: one that entails a candidate's best
-        strip promotes it to VERIFIED; one that contradicts it demotes it to REJECTED."""
+        strip promotes it to VERIFIED; one that contradicts it demotes it to REJECTED. A candidate
+        without the question's key terms is not promoted: the web agreeing with it does not make it
+        about what was asked."""
         sources = [e for e in external if e.relevance >= settings.CAIRN_RELEVANCE_LOWER]
-        pairs = [(e, c) for c in uncertain if c.strips for e in sources]
+        pairs = [(e, c) for c in answerable(uncertain) if c.strips for e in sources]
         if not pairs:
             return
         probabilities = self.nli_model.predict([(e.text, c.best_strip.text) for e, c in pairs])

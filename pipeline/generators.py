@@ -36,6 +36,7 @@ class EvidenceText:
     title: str = ""
     origin: str = "corpus"
     sentences: tuple[str, ...] = ()  # all its strips, kept or not: what the extractive answer chooses from
+    judged: tuple[str, ...] = ()  # the same strips under their labels (gate.Strip.labelled): what the judge reads
 
 
 @dataclass
@@ -74,7 +75,8 @@ class ExtractiveGenerator:
             return not_found(self.name)
         lead = evidence[0]  # the best-ranked VERIFIED passage: pipeline/extractive.py says why only it
         sentences = list(lead.sentences) or strips_of(lead.text)
-        scores = get_answer_judge().score(question, sentences).tolist() if sentences else []
+        judged = list(lead.judged) if len(lead.judged) == len(sentences) else sentences
+        scores = get_answer_judge().score(question, judged).tolist() if sentences else []
         chosen = answer_selection(
             list(zip(sentences, scores, strict=True)),
             accept=settings.CAIRN_ANSWER_THRESHOLD,

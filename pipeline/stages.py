@@ -24,9 +24,19 @@ from django.db import transaction
 
 from corpus.consistency import consistency_score
 from corpus.embedder import get_embedder
-from corpus.selectors import Hit, chunk_search
+from corpus.selectors import Hit, chunk_search, question_terms
 from corpus.writebacks import writeback_propose
-from pipeline.gate import Action, Bucket, Candidate, Gate, Strip, action_for, candidate_from_hit, strips_of
+from pipeline.gate import (
+    Action,
+    Bucket,
+    Candidate,
+    Gate,
+    Strip,
+    action_for,
+    answerable_relevances,
+    candidate_from_hit,
+    strips_of,
+)
 from pipeline.gate import refine as refine_strips
 from pipeline.generators import (
     EvidenceText,
@@ -108,9 +118,12 @@ def rank(state: QueryState) -> None:
 
 
 def verify(state: QueryState) -> None:
-    state.gate = Gate(state.question, get_relevance_model(), get_entailment_model(), query_vector=state.query_vector)
+    terms = question_terms(user=state.user, question=state.question, collection_ids=state.collection_ids)
+    state.gate = Gate(
+        state.question, get_relevance_model(), get_entailment_model(), query_vector=state.query_vector, terms=terms
+    )
     state.gate.verify(state.candidates)
-    state.action = action_for([c.relevance for c in state.candidates])
+    state.action = action_for(answerable_relevances(state.candidates))
 
 
 def correct(state: QueryState) -> None:
@@ -170,7 +183,9 @@ def refine(state: QueryState) -> None:
 
 def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
     return [
-        EvidenceText(c.n, c.refined or c.text, c.title, c.origin, tuple(s.text for s in c.strips))
+        EvidenceText(
+            c.n, c.refined or c.text, c.title, c.origin, tuple(s.text for s in c.strips), tuple(s.labelled for s in c.strips)
+        )
         for c in candidates
     ]  # fmt: skip
 

@@ -34,3 +34,10 @@ def test_a_repeated_sentence_appears_once():
 
 def test_no_sentences_means_no_answer():
     assert answer_selection([], **SETTINGS) == []
+
+
+def test_the_cap_counts_sentences_not_strips():
+    # A strip that joined a short fragment to its neighbour holds two sentences: the answer stays at three.
+    lead = [("He won. It was in 1990 at Augusta.", 0.99), ("He won again. That was in 1995.", 0.95), ("C three.", 0.9)]
+    chosen = texts(answer_selection(lead, **SETTINGS))
+    assert chosen == ["He won. It was in 1990 at Augusta.", "C three."]

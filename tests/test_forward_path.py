@@ -131,3 +131,21 @@ def test_a_recorded_answer_is_readable_by_its_asker_and_curators_only(charlie, a
     assert client_for(bob).get(url).status_code == 200
     assert client_for(alice).get(url).status_code == 404
     assert Answer.objects.get(response_id=body["response_id"]).evidence.count() == len(body["evidence"])
+
+
+def test_a_manual_answers_what_it_states_and_not_what_it_never_mentions(charlie):
+    from pathlib import Path
+
+    from django.core.management import call_command
+
+    page = Path(__file__).parent / "fixtures" / "manual" / "config.html"
+    call_command("ingest", str(page), collection="manual", public=True, verbosity=0)
+    stated = ask(charlie, question="What is the default wal_level?", mode="fast", collections=["manual"])
+    assert stated["found"] and "replica" in stated["answer"]
+    assert "char dbname" not in stated["answer"]  # code is never an answer sentence
+    # The relevance evaluator finds the WAL chunk relevant to any database setting; the corpus's
+    # own term weights notice that innodb_buffer_pool_size appears nowhere in it.
+    absent = ask(charlie, question="What is the default innodb_buffer_pool_size?", mode="fast", collections=["manual"])
+    assert not absent["found"] and absent["action"] == "INCORRECT"
+    assert not any(e["bucket"] == "VERIFIED" for e in absent["evidence"])
+    assert any("innodb" in note for e in absent["evidence"] for note in e["notes"])

@@ -4,6 +4,7 @@ cases built from a real NQ passage (demo corpus)."""
 import pytest
 from django.test import override_settings
 
+from corpus.selectors import QuestionTerms
 from pipeline.calibration import relevance_stacked
 from pipeline.gate import (
     Action,
@@ -17,8 +18,11 @@ from pipeline.gate import (
     could_disagree,
     refine,
     relevance_grade,
+    section_of,
+    strips_in_context,
     strips_of,
     trust_score,
+    unknown_names,
 )
 from pipeline.verifiers import get_entailment_model, get_relevance_model
 
@@ -49,6 +53,48 @@ def test_strips_are_sentences_with_fragments_joined():
         "The tower opened in 1889 to the public.",
         "It is 330 metres tall today.",
     ]
+
+
+def test_strips_carry_their_heading_term_and_the_sentence_a_pronoun_leans_on():
+    text = (
+        "## Identifiers\n\nAn identifier names a table or a column. It must be shorter than 64 bytes in the default build.\n\n"
+        "wal_level (enum)\n\n: The default value is replica, the middle setting.\n\n"
+        "```\nchar name[64]; /* never a strip */\n```"
+    )
+    strips = strips_in_context(text, ("Server limits",))
+    assert [s.text for s in strips] == [
+        "An identifier names a table or a column.",
+        "It must be shorter than 64 bytes in the default build.",
+        "wal_level (enum) The default value is replica, the middle setting.",
+    ]
+    assert strips[0].judged == "Identifiers: An identifier names a table or a column."
+    assert strips[1].judged == (
+        "Identifiers: An identifier names a table or a column. It must be shorter than 64 bytes in the default build."
+    )
+    assert strips[1].labelled == "Identifiers: It must be shorter than 64 bytes in the default build."
+    assert strips[2].label == "Identifiers"  # the term's own line starts the strip; its definition follows
+    # A passage without sections (Wikipedia) is judged sentence by sentence, as before.
+    plain = strips_in_context("Jack Nicklaus is a golfer from Ohio. He won six Masters titles in all.")
+    assert [(s.label, s.antecedent) for s in plain] == [("", ""), ("", "")]
+    assert plain[1].judged == plain[1].labelled == "He won six Masters titles in all."
+    assert section_of("Manual › Limits › wal_level") == ("Limits", "wal_level") and section_of("") == ()
+
+
+def test_coverage_weighs_the_question_terms_the_corpus_uses_by_their_rarity():
+    terms = QuestionTerms(
+        chunks=1000,
+        frequency={"default": 400, "wal_level": 3, "nowaday": 0},
+        words={"default": "default", "wal_level": "wal_level", "nowaday": "nowadays"},
+    )
+    assert terms.coverage({"wal_level", "default"}) == 1.0  # "nowadays", which no chunk uses, is left out
+    assert terms.coverage({"wal_level"}) > 0.8 > 0.2 > terms.coverage({"default"})  # the rare term carries it
+    assert terms.absent() == ["nowadays"]
+    named = QuestionTerms(chunks=10, frequency={}, words={}, identifiers={"max_concurrency": 0, "wal_level": 4})
+    assert named.absent_identifiers() == ["max_concurrency"]
+    # An absent word that names something is what makes a question unanswerable; a paraphrase is not.
+    question = "Nowadays, does RMAN or Guyana or protien set innodb_buffer_pool_size through os.quickcopy in 42?"
+    words = ["innodb", "Nowadays", "RMAN", "quickcopy", "42", "protien", "Guyana"]
+    assert unknown_names(question, words) == ["innodb", "RMAN", "quickcopy"]
 
 
 @override_settings(CAIRN_RELEVANCE_UPPER=0.9, CAIRN_RELEVANCE_LOWER=0.1)
