@@ -1,0 +1,209 @@
+"""Cairn on a real documentation set: the Python 3.11 manual (Debian's python3-doc), 114 HTML pages.
+
+    apt-get install python3-doc
+    .venv/bin/python benchmarks/docs_qa.py [--part held_out|tune|all] [--throughput]
+
+The pages in benchmarks/python_docs/pages.txt are read from /usr/share/doc/python3-doc/html with
+Cairn's own extractor and ingested into collection `pydocs` of the `cairn_bench` database (a
+re-run reuses them; --throughput empties the collection first and times ingestion end to end,
+extraction included, against the raw embedding throughput of the same chunk inputs). The
+questions (benchmarks/python_docs/questions.jsonl, README beside it) are asked through the HTTP
+API (POST /api/v1/query, mode fast, top_k 8) as a signed-in reader. Reported per part:
+- answerable: a gold string in the answer; answers stating one (not "no passage states...");
+- unanswerable: the share answered "not found" (found false), and the action taken;
+- HTTP 5xx; answers over 3 sentences; latency p50/p95 of the whole request;
+- boilerplate: chunks holding the site's navigation chrome (the strings in CHROME, which the page
+  template puts around every page) or a heading's anchor glyph.
+Tune on "tune"; the floors are read on "held_out". Writes benchmarks/results/docs_qa.json and .png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from _common import RESULTS, ROOT, django_setup, has_gold, percentile, write_result
+
+DOCS = Path(os.environ.get("CAIRN_PYTHON_DOCS", "/usr/share/doc/python3-doc/html"))
+SET = ROOT / "benchmarks" / "python_docs"
+COLLECTION = "pydocs"
+# What the Sphinx theme of docs.python.org wraps every page in (navigation bars, sidebar, footer).
+CHROME = (
+    "Navigation", "previous |", "next |", "modules |", "Python »", "Theme Auto Light Dark", "Previous topic",
+    "Next topic", "This Page", "Report a Bug", "Show Source", "© Copyright", "Last updated on", "Found a bug?",
+    "Created using Sphinx", "Quick search", "Table of Contents", "¶",
+)  # fmt: skip
+LONG_ANSWER_SENTENCES = 3
+
+
+def ingest(*, fresh: bool) -> dict:
+    """Extract and ingest the pages; with `fresh`, from an empty collection, timed against the raw
+    embedding of the same chunk inputs."""
+    from tqdm import tqdm
+
+    from corpus.embedder import get_embedder
+    from corpus.extract import ExtractedDocument, ExtractionError, extract_file
+    from corpus.models import Chunk, Document
+    from corpus.services import collection_get_or_create, documents_ingest, embedding_input
+
+    if not DOCS.is_dir():
+        sys.exit(
+            f"{DOCS}: no such folder; install the pages with `apt-get install python3-doc` (or set CAIRN_PYTHON_DOCS)"
+        )
+    pages = [line.strip() for line in (SET / "pages.txt").read_text().splitlines() if line.strip()]
+    collection, _ = collection_get_or_create(slug=COLLECTION, group_names=["pydocs-readers"])
+    if fresh:
+        Document.objects.filter(collection=collection).delete()
+    embedder = get_embedder()
+    embedder.embed(["warm up the model"] * 8)
+    refused: list[str] = []
+    started = time.perf_counter()
+
+    def documents():
+        for page in pages:
+            try:
+                yield from (d for d in extract_file(DOCS / page, source=page) if isinstance(d, ExtractedDocument))
+            except ExtractionError as exc:
+                refused.append(f"{page}: {exc}")
+
+    with tqdm(total=len(pages), desc="ingesting pages", unit="page") as bar:
+        report = documents_ingest(collection=collection, documents=documents(), on_progress=lambda d, c: bar.update(d))
+    seconds = time.perf_counter() - started
+    chunks = Chunk.objects.filter(document__collection=collection)
+    result = {"pages": len(pages), "documents": Document.objects.filter(collection=collection).count(),
+              "chunks": chunks.count(), "refused": refused}  # fmt: skip
+    if fresh:
+        inputs = [embedding_input(h, t) for h, t in chunks.values_list("heading", "text")]
+        raw_started = time.perf_counter()
+        for i in tqdm(range(0, len(inputs), 256), desc="raw embedding", unit="batch"):
+            embedder.embed(inputs[i : i + 256])
+        raw = len(inputs) / (time.perf_counter() - raw_started)
+        end_to_end = report.chunks / seconds
+        result |= {"ingest_chunks_per_s": end_to_end, "raw_embed_chunks_per_s": raw, "ingest_vs_raw": end_to_end / raw}
+    chrome = [t for t in chunks.values_list("text", flat=True) if any(marker in t for marker in CHROME)]
+    result["boilerplate_chunks"] = len(chrome)
+    result["boilerplate_share"] = len(chrome) / max(1, result["chunks"])
+    result["boilerplate_examples"] = [t[:200] for t in chrome[:5]]
+    return result
+
+
+def sentence_count(answer: str) -> int:
+    from corpus.chunking import split_sentences
+    from corpus.citations import without_citations
+
+    return len(split_sentences(without_citations(answer)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=["held_out", "tune", "all"], default="held_out")
+    parser.add_argument("--throughput", action="store_true", help="Re-ingest from empty and time it.")
+    args = parser.parse_args()
+    os.environ.setdefault("CAIRN_THROTTLE_QUERY", "100000/minute")  # a benchmark, not a user
+    os.environ.setdefault("CAIRN_INGEST_BATCH_DOCUMENTS", "16")  # a manual's page is ~50 chunks: show progress
+    django_setup()
+    from django.contrib.auth.models import User
+    from django.test import Client
+    from tqdm import tqdm
+
+    from corpus.models import Collection, Document
+
+    fresh = args.throughput or not Document.objects.filter(collection__slug=COLLECTION).exists()
+    corpus = ingest(fresh=fresh)
+    user, _ = User.objects.get_or_create(username="pydocs-reader")
+    user.groups.add(*Collection.objects.get(slug=COLLECTION).groups.all())
+    client = Client()
+    client.force_login(user)
+    questions = [json.loads(line) for line in (SET / "questions.jsonl").read_text().splitlines() if line.strip()]
+    if args.part != "all":
+        questions = [q for q in questions if q["part"] == args.part]
+
+    def ask(question: str):
+        started = time.perf_counter()
+        response = client.post(
+            "/api/v1/query",
+            {"question": question, "mode": "fast", "top_k": 8, "collections": [COLLECTION]},
+            content_type="application/json",
+        )
+        return response, (time.perf_counter() - started) * 1000
+
+    ask("warm up: what is a list?")
+    answerable = {"asked": 0, "gold_in_answer": 0, "stated": 0, "gold_in_evidence": 0, "actions": Counter()}
+    unanswerable = {"asked": 0, "not_found": 0, "actions": Counter()}
+    errors, long_answers, latencies, rows = 0, 0, [], []
+    for q in tqdm(questions, desc=f"asking ({args.part})", unit="q"):
+        response, ms = ask(q["question"])
+        latencies.append(ms)
+        if response.status_code >= 500:
+            errors += 1
+            rows.append({"id": q["id"], "status": response.status_code})
+            continue
+        body = response.json()
+        answer = body.get("answer", "")
+        sentences = sentence_count(answer) if body.get("found") else 0
+        long_answers += sentences > LONG_ANSWER_SENTENCES
+        row = {"id": q["id"], "status": response.status_code, "action": body.get("action"),
+               "found": body.get("found"), "answer": answer, "ms": round(ms), "sentences": sentences}  # fmt: skip
+        if q["answerable"]:
+            answerable["asked"] += 1
+            answerable["gold_in_answer"] += (hit := has_gold(answer, q["gold"]))
+            answerable["stated"] += bool(body.get("found"))
+            answerable["gold_in_evidence"] += any(has_gold(e["text"], q["gold"]) for e in body.get("evidence", []))
+            answerable["actions"][body.get("action")] += 1
+            row["gold_in_answer"] = hit
+        else:
+            unanswerable["asked"] += 1
+            unanswerable["not_found"] += not body.get("found")
+            unanswerable["actions"][body.get("action")] += 1
+        rows.append(row)
+
+    result = {
+        "part": args.part,
+        "corpus": corpus,
+        "answerable": answerable | {"gold_in_answer_share": answerable["gold_in_answer"] / max(1, answerable["asked"])},
+        "unanswerable": unanswerable | {"not_found_share": unanswerable["not_found"] / max(1, unanswerable["asked"])},
+        "http_5xx": errors,
+        "answers_over_3_sentences": long_answers,
+        "latency_ms": {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
+        "questions": rows,
+    }
+    name = "docs_qa" if args.part == "held_out" else f"docs_qa_{args.part}"
+    print(write_result(name, result))
+    print(json.dumps({k: v for k, v in result.items() if k != "questions"}, indent=1, default=str))
+    plot(result, name)
+
+
+def plot(result: dict, name: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    shares = {
+        "gold string\nin answer": result["answerable"]["gold_in_answer_share"],
+        "gold string\nin evidence": result["answerable"]["gold_in_evidence"] / max(1, result["answerable"]["asked"]),
+        "unanswerable:\nnot found": result["unanswerable"]["not_found_share"],
+        "boilerplate\nchunks": result["corpus"]["boilerplate_share"],
+    }
+    left.bar(list(shares), list(shares.values()), color=["#4c72b0", "#8fa8d6", "#55a868", "#c44e52"])
+    for floor, x in ((0.70, 0), (0.80, 2), (0.01, 3)):
+        left.hlines(floor, x - 0.4, x + 0.4, colors="black", linestyles="dashed")
+    left.set_ylim(0, 1)
+    left.set_title(f"Python docs, {result['part']} part (dashes: floors)")
+    ms = sorted(q["ms"] for q in result["questions"] if "ms" in q)
+    right.hist(ms, bins=20, color="#4c72b0")
+    right.axvline(1000, color="black", linestyle="dashed")
+    right.set_xlabel("request latency, ms (fast mode)")
+    right.set_title(f"p50 {result['latency_ms']['p50']:.0f} ms, p95 {result['latency_ms']['p95']:.0f} ms")
+    fig.tight_layout()
+    fig.savefig(RESULTS / f"{name}.png", dpi=110)
+
+
+if __name__ == "__main__":
+    main()
