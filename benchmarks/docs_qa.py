@@ -136,6 +136,7 @@ def main() -> None:
     answerable = {"asked": 0, "gold_in_answer": 0, "stated": 0, "gold_in_evidence": 0, "actions": Counter()}
     unanswerable = {"asked": 0, "not_found": 0, "actions": Counter()}
     errors, long_answers, latencies, rows = 0, 0, [], []
+    stages: dict[str, list[float]] = {}
     for q in tqdm(questions, desc=f"asking ({args.part})", unit="q"):
         response, ms = ask(q["question"])
         latencies.append(ms)
@@ -144,6 +145,8 @@ def main() -> None:
             rows.append({"id": q["id"], "status": response.status_code})
             continue
         body = response.json()
+        for stage, stage_ms in body.get("timings_ms", {}).items():
+            stages.setdefault(stage, []).append(stage_ms)
         answer = body.get("answer", "")
         sentences = sentence_count(answer) if body.get("found") else 0
         long_answers += sentences > LONG_ANSWER_SENTENCES
@@ -169,7 +172,11 @@ def main() -> None:
         "unanswerable": unanswerable | {"not_found_share": unanswerable["not_found"] / max(1, unanswerable["asked"])},
         "http_5xx": errors,
         "answers_over_3_sentences": long_answers,
-        "latency_ms": {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
+        "latency_ms": {
+            "p50": percentile(latencies, 50),
+            "p95": percentile(latencies, 95),
+            "per_stage_p50": {stage: percentile(ms, 50) for stage, ms in stages.items()},
+        },
         "questions": rows,
     }
     name = "docs_qa" if args.part == "held_out" else f"docs_qa_{args.part}"
