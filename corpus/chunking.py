@@ -68,10 +68,14 @@ def parse_blocks(text: str) -> list[Block]:
             blocks.append(Block(kind, joined, term=term if kind == "definition" else ""))
         run = []
 
+    header: list[str] = []  # the current Markdown table's header cells
+    row_cells: list[str] = []  # the cells of the row just read
     i = 0
     while i < len(lines):
         line = lines[i]
         i += 1
+        if not _ROW.match(line):
+            header, row_cells = [], []
         if fence := _FENCE.match(line):
             flush()
             body = []
@@ -101,10 +105,21 @@ def parse_blocks(text: str) -> list[Block]:
             kind, run = "item", [item.group(1)]
         elif row := _ROW.match(line):
             flush()
-            if not _RULE_ROW.match(line):
-                cells = [c.strip() for c in row.group(1).rstrip().rstrip("|").split("|")]
-                blocks.append(Block("row", " | ".join(c for c in cells if c)))
+            cells = [c.strip() for c in row.group(1).rstrip().rstrip("|").split("|")]
+            if _RULE_ROW.match(line):  # a Markdown table's |---| line: the row above was its header
+                if blocks and blocks[-1].kind == "row" and row_cells:
+                    header, row_cells = row_cells, []
+                    blocks.pop()
+            else:
+                if header and len(header) == len(cells):  # each cell with its header, as corpus.html writes rows
+                    text = "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c)
+                else:
+                    text = " | ".join(c for c in cells if c)
+                if text:
+                    blocks.append(Block("row", text))
+                row_cells = cells
             kind = "paragraph"
+            continue
         else:  # a paragraph's line, or the continuation of an item or definition
             quote = _QUOTE.match(line)
             run.append(quote.group(1) if quote else line)

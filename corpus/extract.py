@@ -155,7 +155,47 @@ def _read_pdf(path: Path) -> tuple[str, str]:
         title = (reader.metadata.title if reader.metadata else None) or ""
     except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
         raise ExtractionError(f"cannot read PDF: {exc}") from exc
-    return str(title).strip(), "\n\n".join(pages)
+    return str(title).strip(), "\n\n".join(pdf_paragraphs(page) for page in pages)
+
+
+_LINE_END = re.compile(r"[.!?:;][\"'\u201d\u2019)\]]*$")
+
+
+def pdf_paragraphs(page: str) -> str:
+    """A PDF page's text layer, one line per printed line, as paragraphs set apart by blank lines
+    (the block model the chunker reads). A line that is short for the page and ends a sentence
+    ends its paragraph; a short unpunctuated line after a finished sentence and before a
+    capitalised line is a paragraph of its own (a heading: "3.2 Backups"). Words hyphenated
+    across lines are joined."""
+    lines = [line.strip() for line in page.splitlines()]
+    lengths = sorted(len(line) for line in lines if line)
+    if not lengths:
+        return ""
+    typical = lengths[len(lengths) // 2]
+    paragraphs: list[list[str]] = [[]]
+    for i, line in enumerate(lines):
+        current = paragraphs[-1]
+        if not line:
+            if current:
+                paragraphs.append([])
+            continue
+        if current and current[-1].endswith("-") and line[:1].islower():
+            current[-1] = current[-1][:-1] + line  # "con-" + "figured"
+            continue
+        following = next((n for n in lines[i + 1 :] if n), "")
+        heading = (
+            len(line) < 0.6 * typical
+            and len(line.split()) <= 8
+            and not _LINE_END.search(line)
+            and following[:1].isupper()
+            and (not current or _LINE_END.search(current[-1]))
+        )
+        if heading and current:
+            paragraphs.append([])
+        paragraphs[-1].append(line)
+        if heading or (len(line) < 0.8 * typical and _LINE_END.search(line)):
+            paragraphs.append([])
+    return "\n\n".join(" ".join(p) for p in paragraphs if p)
 
 
 def _read_jsonl(path: Path, source: str) -> Iterator[ExtractedDocument | ExtractionFailure]:

@@ -55,8 +55,9 @@ wal_level (enum)
 
 | Item: identifier length; Upper limit: 63 bytes
 
-| a | b |
+| Item | Limit |
 |---|---|
+| columns | 1600 |
 
 ```
 char dbname[1024];
@@ -71,8 +72,8 @@ def test_blocks_keep_terms_rows_and_code_apart():
         "heading", "paragraph", "heading", "term", "definition", "definition", "row", "row", "code",
     ]  # fmt: skip
     assert blocks[4].term == "wal_level (enum)" and blocks[5].term == "wal_level (enum)"
-    assert blocks[8].text == "char dbname[1024];\nif (x) { return 1. }"  # verbatim, markup rows dropped
-    assert blocks[7].text == "a | b"
+    assert blocks[8].text == "char dbname[1024];\nif (x) { return 1. }"  # verbatim
+    assert blocks[7].text == "Item: columns; Limit: 1600"  # a Markdown table's cells under their headers
     # Sentences come from prose only: no heading, no code; a term and a row are one sentence each.
     assert split_sentences(MANUAL) == [
         "The log protects committed work.",
@@ -83,7 +84,7 @@ def test_blocks_keep_terms_rows_and_code_apart():
         "Changed in 9.6.",
         "It no longer accepts archive.",
         "Item: identifier length; Upper limit: 63 bytes",
-        "a | b",
+        "Item: columns; Limit: 1600",
     ]
 
 

@@ -86,3 +86,27 @@ def test_a_docs_site_page_keeps_its_article_and_drops_the_site_around_it():
     assert "## Retention\n\n- Daily snapshots: 14 days\n\n- Weekly snapshots: 8 weeks" in page.text
     assert "```\ntidewater backup create --volume db1 --retain 30d\n```" in page.text
     assert "See Restore and the CLI reference for more." in page.text  # a sentence with links is content
+
+
+def test_a_pdf_page_becomes_paragraphs_with_its_headings_apart(tmp_path):
+    lines = [
+        "3.2 Backups",
+        "Tidewater takes a snapshot of every volume each night at two in the",
+        "morning and keeps it for fourteen days unless a retention policy",
+        "says otherwise.",
+        "Deleting a volume deletes its snapshots, and restoring one needs a con-",
+        "figured target volume of the same size or larger than the original.",
+        "Retention",
+        "Daily snapshots are kept for fourteen days and weekly ones for eight",
+        "weeks.",
+    ]
+    pdf = only_document(write_pdf(tmp_path / "backups.pdf", lines))
+    assert pdf.text.split("\n\n") == [
+        "3.2 Backups",
+        "Tidewater takes a snapshot of every volume each night at two in the morning and keeps it for fourteen "
+        "days unless a retention policy says otherwise.",
+        "Deleting a volume deletes its snapshots, and restoring one needs a configured target volume of the same "
+        "size or larger than the original.",
+        "Retention",
+        "Daily snapshots are kept for fourteen days and weekly ones for eight weeks.",
+    ]
