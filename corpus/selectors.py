@@ -195,7 +195,9 @@ class QuestionTerms:
 
     def absent_identifiers(self) -> list[str]:
         """The question's snake_case names (max_concurrency, innodb_buffer_pool_size) that no
-        readable chunk holds as a phrase, though each word of them may be common."""
+        readable chunk holds, though each word of them may be common (the index finds the chunks
+        holding the phrase, stop words dropped: "to_julian" is looked for as "julian"; the text
+        itself is then searched for the name as written)."""
         return [name for name, n in self.identifiers.items() if n == 0]
 
 
@@ -218,7 +220,8 @@ def question_terms(*, user: User, question: str, collection_ids: Sequence[int] |
         FROM terms t
         UNION ALL
         SELECT NULL, i.name, (SELECT count(*) FROM {Chunk._meta.db_table} c
-                              WHERE c.search_vector @@ i.query AND c.id IN (SELECT id FROM scope))
+                              WHERE c.search_vector @@ i.query AND c.id IN (SELECT id FROM scope)
+                                AND position(lower(i.name) IN lower(c.heading || ' ' || c.text)) > 0)
         FROM (SELECT name, phraseto_tsquery(%s::regconfig, name) AS query FROM unnest(%s::text[]) AS name) i
         WHERE numnode(i.query) > 0
     """

@@ -149,3 +149,6 @@ def test_a_manual_answers_what_it_states_and_not_what_it_never_mentions(charlie)
     assert not absent["found"] and absent["action"] == "INCORRECT"
     assert not any(e["bucket"] == "VERIFIED" for e in absent["evidence"])
     assert any("innodb" in note for e in absent["evidence"] for note in e["notes"])
+    # A made-up setting whose words the manual uses ("to" is a stop word, "wal" is everywhere).
+    made_up = ask(charlie, question="What does to_wal default to?", mode="fast", collections=["manual"])
+    assert not made_up["found"] and made_up["action"] == "INCORRECT"
