@@ -83,6 +83,8 @@ def html_to_blocks(raw: str) -> tuple[str, str]:
     title = page_title or first
     blocks: list[str] = []
     _emit(root, blocks)
+    if link_length and all(block.startswith("#") for block in blocks):  # headings over link lists
+        raise NavigationPage("a navigation or index page (nothing but links once its link lists are set aside)")
     return title, "\n\n".join(blocks)
 
 

@@ -119,8 +119,12 @@ def test_a_manual_page_is_stored_as_sections_without_its_navigation(tmp_path):
 def test_an_index_page_is_refused_by_name(tmp_path):
     links = "".join(f'<li><a href="p{i}.html">Entry number {i}</a></li>' for i in range(40))
     (tmp_path / "genindex.html").write_text(f"<html><body><h1>Index</h1><ul>{links}</ul></body></html>")
+    # A page whose only content is a table of contents under a heading: nothing left but links.
+    toc = "".join(f'<li><a href="q{i}.html">Question number {i} about the product</a></li>' for i in range(4))
+    (tmp_path / "faq.html").write_text(f"<html><body><main><h1>FAQ</h1><ul>{toc}</ul></main></body></html>")
     out, err = ingest(tmp_path)
     assert "0 added" in out and "genindex.html: a navigation or index page" in err
+    assert "faq.html: a navigation or index page" in err
 
 
 def test_nothing_to_ingest_is_a_command_error_naming_the_path(tmp_path):
