@@ -119,7 +119,6 @@ def parse_blocks(text: str) -> list[Block]:
                     blocks.append(Block("row", text))
                 row_cells = cells
             kind = "paragraph"
-            continue
         else:  # a paragraph's line, or the continuation of an item or definition
             quote = _QUOTE.match(line)
             run.append(quote.group(1) if quote else line)
