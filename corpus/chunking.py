@@ -111,10 +111,7 @@ def parse_blocks(text: str) -> list[Block]:
                     header, row_cells = row_cells, []
                     blocks.pop()
             else:
-                if header and len(header) == len(cells):  # each cell with its header, as corpus.html writes rows
-                    text = "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c)
-                else:
-                    text = " | ".join(c for c in cells if c)
+                text = row_text(header, cells, separator=" | ")
                 if text:
                     blocks.append(Block("row", text))
                 row_cells = cells
@@ -124,6 +121,15 @@ def parse_blocks(text: str) -> list[Block]:
             run.append(quote.group(1) if quote else line)
     flush()
     return blocks
+
+
+def row_text(header: list[str], cells: list[str], *, separator: str) -> str:
+    """A table row as one line: each cell under its column header when the header fits the row
+    ("Item: identifier length; Upper limit: 63 bytes"), else the cells joined by `separator`.
+    Empty cells are left out. corpus.html writes HTML tables' rows with it too."""
+    if header and len(header) == len(cells):
+        return "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c)
+    return separator.join(c for c in cells if c)
 
 
 def block_sentences(block: Block) -> list[str]:

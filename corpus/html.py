@@ -27,6 +27,8 @@ import re
 
 from bs4 import BeautifulSoup, Comment, NavigableString, Tag
 
+from corpus.chunking import row_text
+
 _DROP_TAGS = (
     "head", "script", "style", "noscript", "template", "svg", "title", "nav", "aside", "footer",
     "form", "button", "input", "select", "textarea", "iframe", "object", "embed", "canvas", "map",
@@ -139,12 +141,12 @@ def _is_link_dense(tag: Tag) -> bool:
     if len(links) < 2:
         return False
     text = _squash(tag.get_text(" "))
-    linked = sum(len(_squash(a.get_text(" "))) for a in links)
-    if len(links) >= LINK_DENSE_MIN_LINKS and text and linked / len(text) >= LINK_DENSE:
+    link_texts = [_squash(a.get_text(" ")) for a in links]
+    if len(links) >= LINK_DENSE_MIN_LINKS and text and sum(map(len, link_texts)) / len(text) >= LINK_DENSE:
         return True
     if tag.name in ("td", "li"):
         return False  # a cell or item of real content may be a pair of links
-    unlinked = len(text.split()) - sum(len(_squash(a.get_text(" ")).split()) for a in links)
+    unlinked = len(text.split()) - sum(len(t.split()) for t in link_texts)
     return unlinked <= SHORT_LINK_BAR_WORDS and not re.search(r"[.!?:;,]$", text)
 
 
@@ -217,8 +219,7 @@ def _emit_list(element: Tag, blocks: list[str]) -> None:
         _emit(item, inner)
         for i, block in enumerate(inner):
             # The item's first paragraph carries the bullet; nested lists and code keep their own syntax.
-            plain = not block.startswith(("#", "- ", "```", "|", ": ")) and "\n: " not in block
-            blocks.append(f"- {block}" if i == 0 and plain else block)
+            blocks.append(f"- {block}" if i == 0 and _is_paragraph(block) else block)
 
 
 def _emit_definitions(element: Tag, blocks: list[str]) -> None:
@@ -232,8 +233,13 @@ def _emit_definitions(element: Tag, blocks: list[str]) -> None:
         inner: list[str] = []
         _emit(child, inner)
         for block in inner:
-            prose = not block.startswith(("#", "```", "|", "- ", ": ")) and "\n" not in block
-            blocks.append(f": {block}" if prose else block)
+            blocks.append(f": {block}" if _is_paragraph(block) else block)
+
+
+def _is_paragraph(block: str) -> bool:
+    """A block _emit wrote as a plain paragraph (or term): no heading, item, definition, row or
+    code syntax, which always starts the block (code alone spans lines)."""
+    return not block.startswith(("#", "- ", "```", "|", ": ")) and "\n" not in block
 
 
 def _emit_table(element: Tag, blocks: list[str]) -> None:
@@ -247,8 +253,4 @@ def _emit_table(element: Tag, blocks: list[str]) -> None:
         if not header and all(c.name == "th" for c in cells):
             header = texts
             continue
-        if header and len(header) == len(texts):
-            parts = [f"{h}: {t}" if h else t for h, t in zip(header, texts, strict=True) if t]
-        else:
-            parts = [t for t in texts if t]
-        blocks.append("| " + "; ".join(parts))
+        blocks.append("| " + row_text(header, texts, separator="; "))

@@ -56,6 +56,14 @@ def chunks_readable_by(*, user: User) -> QuerySet[Chunk]:
     return Chunk.objects.filter(document__in=documents_readable_by(user=user).values("id"))
 
 
+def chunks_in_scope(*, user: User, collection_ids: Sequence[int] | None = None) -> QuerySet[Chunk]:
+    """The chunks a question searches: those `user` may read, within `collection_ids` when given."""
+    base = chunks_readable_by(user=user)
+    if collection_ids is not None:
+        base = base.filter(document__collection_id__in=list(collection_ids))
+    return base
+
+
 @dataclass(frozen=True)
 class Hit:
     chunk_id: int
@@ -92,9 +100,7 @@ def chunk_search(
     all in one SQL round trip.
     """
     candidates = max(candidates or settings.CAIRN_RETRIEVAL_CANDIDATES, limit)
-    base = chunks_readable_by(user=user)
-    if collection_ids is not None:
-        base = base.filter(document__collection_id__in=list(collection_ids))
+    base = chunks_in_scope(user=user, collection_ids=collection_ids)
 
     vector_leg = text_leg = None
     if "vector" in legs:
@@ -204,9 +210,7 @@ class QuestionTerms:
 def question_terms(*, user: User, question: str, collection_ids: Sequence[int] | None = None) -> QuestionTerms:
     """Count, in one round trip, the readable chunks and those holding each of the question's
     lexemes (each a GIN index lookup)."""
-    base = chunks_readable_by(user=user)
-    if collection_ids is not None:
-        base = base.filter(document__collection_id__in=list(collection_ids))
+    base = chunks_in_scope(user=user, collection_ids=collection_ids)
     scope_sql, scope_params = base.values("id").query.sql_with_params()
     sql = f"""
         WITH scope AS MATERIALIZED ({scope_sql}),
