@@ -10,6 +10,7 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 # Words that end in a period without ending a sentence.
 _ABBREVIATIONS = {
@@ -155,14 +156,20 @@ _LEANS_BACK = re.compile(
 )
 
 
-def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
+class InContext(NamedTuple):
+    sentence: str
+    label: str  # the innermost heading above it, or the term it defines ("" when not needed)
+    antecedent: str  # the sentence a pronoun or connective leans on ("" when none)
+    term: str  # the term it defines, when its label is one
+
+
+def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InContext]:
     """Each prose sentence with what it needs to be judged alone: the innermost heading above it
     (or the term it defines), and, in a sectioned text, the sentence before it when it opens with
     a pronoun or a connective. `section` is where the text starts (a chunk's section path, title
-    excluded).
-    Returns (sentence, label, antecedent) triples; label and antecedent are "" when not needed."""
+    excluded)."""
     heading = section[-1] if section else ""
-    triples: list[tuple[str, str, str]] = []
+    triples: list[InContext] = []
     previous = ""
     for block in parse_blocks(text):
         if block.kind == "heading":
@@ -173,7 +180,8 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[tuple
             # Only under a heading or term: in a Wikipedia-style passage the antecedent cost NQ a
             # point of answers (0.850 -> 0.845 gold in answer, the relevance evaluator reading it).
             antecedent = previous if label and previous and _LEANS_BACK.match(sentence) else ""
-            triples.append((sentence, label if label != sentence else "", antecedent))
+            term = block.term if block.kind == "definition" else ""
+            triples.append(InContext(sentence, label if label != sentence else "", antecedent, term))
             previous = sentence
     return triples
 

@@ -193,18 +193,33 @@ class QuestionTerms:
         total = sum(self.weight(t) for t in present)
         return sum(self.weight(t) for t in present if t in found) / total if total > 0 else 1.0
 
-    identifiers: dict[str, int] = field(default_factory=dict)  # snake_case name -> chunks holding it
+    # The question's snake_case and dotted names -> chunks holding them as written.
+    identifiers: dict[str, int] = field(default_factory=dict)
 
     def absent(self) -> list[str]:
-        """The words of the question no readable chunk holds, as asked."""
-        return [self.words[t] for t, n in self.frequency.items() if n == 0]
+        """The words of the question no readable chunk holds, as asked. A part of a dotted name
+        that chunks hold whole is not absent: Postgres indexes "math.isclose(" as one host name,
+        so "isclose" alone is in no chunk's index, though the name is in the manual."""
+        written = {part for name in self._dotted_found() for part in name.split(".")}
+        return [self.words[t] for t, n in self.frequency.items() if n == 0 and self.words[t].lower() not in written]
 
     def absent_identifiers(self) -> list[str]:
         """The question's snake_case names (max_concurrency, innodb_buffer_pool_size) that no
         readable chunk holds, though each word of them may be common (the index finds the chunks
         holding the phrase, stop words dropped: "to_julian" is looked for as "julian"; the text
-        itself is then searched for the name as written)."""
-        return [name for name, n in self.identifiers.items() if n == 0]
+        itself is then searched for the name as written). A dotted name is not one of them: a
+        manual writes "SequenceMatcher.ratio()" as "ratio()" under its class."""
+        return [name for name, n in self.identifiers.items() if n == 0 and "." not in name]
+
+    def parts_held(self, text: str) -> set[str]:
+        """The lexemes a text holds inside the question's dotted names written whole ("math" and
+        "isclos" for a text writing math.isclose), which the text's own index does not list apart."""
+        lowered = text.lower()
+        held = {part for name in self._dotted_found() if name in lowered for part in name.split(".")}
+        return {t for t, word in self.words.items() if word.lower() in held}
+
+    def _dotted_found(self) -> list[str]:
+        return [name.lower() for name, n in self.identifiers.items() if n and "." in name]
 
 
 def question_terms(*, user: User, question: str, collection_ids: Sequence[int] | None = None) -> QuestionTerms:
@@ -232,7 +247,7 @@ def question_terms(*, user: User, question: str, collection_ids: Sequence[int] |
     # "SequenceMatcher.ratio", "DTrace/SystemTap": each part is a term (Postgres would read one
     # host or path name that the text, writing the parts apart, never holds); "3.11" stays whole.
     words = re.sub(r"(?<=[^\W\d])[./](?=[^\W\d])", " ", question)
-    identifiers = sorted(set(SNAKE_CASE.findall(question)))
+    identifiers = sorted(set(SNAKE_CASE.findall(question)) | set(DOTTED.findall(question)))
     with connection.cursor() as cursor:
         cursor.execute(sql, [*scope_params, TEXT_SEARCH_CONFIG, words, TEXT_SEARCH_CONFIG, identifiers])
         rows = cursor.fetchall()
@@ -246,6 +261,7 @@ def question_terms(*, user: User, question: str, collection_ids: Sequence[int] |
 
 
 SNAKE_CASE = re.compile(r"\b[^\W\d_][^\W_]*(?:_[^\W_]+)+\b")  # max_concurrency, wal_level; not __init__
+DOTTED = re.compile(r"\b[^\W\d]\w*(?:\.[^\W\d]\w*)+\b")  # math.isclose, os.path.expanduser; not 3.11
 
 
 def terms_found(texts: Sequence[str], lexemes: Sequence[str]) -> list[set[str]]:

@@ -68,6 +68,13 @@ class Strip:
     kept: bool = False
     label: str = ""  # its heading, or the term it defines: read with it, never shown with it
     antecedent: str = ""  # the sentence before it, when it opens with a pronoun ("It must be...")
+    term: str = ""  # the term it defines, when it is part of a definition
+
+    @property
+    def shown(self) -> str:
+        """The strip as an answer quotes it: a definition's sentence with its term when it does not
+        name it ("class asyncio.TaskGroup: All tasks are awaited when the context manager exits.")."""
+        return f"{self.term}: {self.text}" if self.term and self.term.lower() not in self.text.lower() else self.text
 
     @property
     def judged(self) -> str:
@@ -135,19 +142,18 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
     (corpus.chunking.sentences_in_context: heading or term, and the sentence a pronoun leans on).
     A passage without sections (Wikipedia) is judged sentence by sentence."""
     strips: list[Strip] = []
-    pending, label, antecedent = "", "", ""
-    for sentence, sentence_label, sentence_antecedent in sentences_in_context(text, section):
-        if not pending:
-            label, antecedent = sentence_label, sentence_antecedent
-        pending = f"{pending} {sentence}".strip()
+    pending, first = "", None
+    for in_context in sentences_in_context(text, section):
+        first = first if pending else in_context
+        pending = f"{pending} {in_context.sentence}".strip()
         if len(pending.split()) >= min_words:
-            strips.append(Strip(pending, label=label, antecedent=antecedent))
+            strips.append(Strip(pending, label=first.label, antecedent=first.antecedent, term=first.term))
             pending = ""
     if pending:
         if strips:
             strips[-1].text = f"{strips[-1].text} {pending}"
         else:
-            strips.append(Strip(pending, label=label, antecedent=antecedent))
+            strips.append(Strip(pending, label=first.label, antecedent=first.antecedent, term=first.term))
     return strips
 
 
@@ -256,10 +262,13 @@ class Gate:
     """Scores candidates with the verifier models, caching what it has scored, so adding external
     candidates later costs only their own relevance calls and their new pairs."""
 
-    def __init__(self, question: str, relevance_model, nli_model, *, query_vector=None, terms=None) -> None:
+    def __init__(
+        self, question: str, relevance_model, nli_model, answer_judge, *, query_vector=None, terms=None
+    ) -> None:
         self.question = question
         self.relevance_model = relevance_model
         self.nli_model = nli_model
+        self.answer_judge = answer_judge
         self.query_vector = query_vector  # embedded on first need when not given
         self.terms = terms  # corpus.selectors.QuestionTerms; None: coverage is not measured
         self._contradiction: dict[tuple[str, str], float] = {}
@@ -306,12 +315,24 @@ class Gate:
             strip.relevance = round(score, 4)
 
     def score_agreement(self, candidates: list[Candidate]) -> None:
-        """Contradictions between relevant candidates that both hold the question's key terms: two
-        chunks about different things (an extension's function and a core one) are not a dispute."""
+        """Contradictions between relevant candidates that both hold the question's key terms, one
+        of whose best strips states an answer (CAIRN_ANSWER_THRESHOLD) and the other could
+        (CAIRN_ANSWER_STATED_FLOOR): "not awarded to Röntgen" disputes "awarded to Röntgen", but
+        two chunks about different things ("Windows historically has limited path lengths to 260
+        characters." and a note on how sys.path is built, which the NLI model called a
+        contradiction) are not a dispute."""
         relevant = [c for c in answerable(candidates) if c.relevance >= settings.CAIRN_RELEVANCE_LOWER and c.strips]
-        pairs = [(a, b) for a, b in combinations(relevant, 2) if could_disagree(a.best_strip.text, b.best_strip.text)][
-            : settings.CAIRN_AGREEMENT_MAX_PAIRS
-        ]
+        answers = self.answer_judge.score(self.question, [c.best_strip.labelled for c in relevant]).tolist()
+        answer = dict(zip((c.n for c in relevant), answers, strict=True))
+
+        def disputable(a: Candidate, b: Candidate) -> bool:
+            low, high = sorted((answer[a.n], answer[b.n]))
+            return high >= settings.CAIRN_ANSWER_THRESHOLD and low >= settings.CAIRN_ANSWER_STATED_FLOOR
+
+        pairs = [
+            (a, b) for a, b in combinations(relevant, 2)
+            if disputable(a, b) and could_disagree(a.best_strip.text, b.best_strip.text)
+        ][: settings.CAIRN_AGREEMENT_MAX_PAIRS]  # fmt: skip
         directed = {(a.best_strip.text, b.best_strip.text) for a, b in pairs}
         todo = sorted((directed | {(b, a) for a, b in directed}) - self._contradiction.keys())
         if todo:
@@ -346,7 +367,8 @@ class Gate:
             return
         names = unknown_names(self.question, self.terms.absent()) + self.terms.absent_identifiers()
         lexemes = list(self.terms.frequency)
-        found_sets = terms_found([f"{c.title}\n{c.text}" for c in todo], lexemes)
+        texts = [f"{c.title}\n{c.text}" for c in todo]
+        found_sets = [f | self.terms.parts_held(t) for f, t in zip(terms_found(texts, lexemes), texts, strict=True)]
         for candidate, found in zip(todo, found_sets, strict=True):
             external = candidate.origin != "corpus"  # the web may know what the corpus never mentions
             if names and not external:

@@ -1,7 +1,8 @@
 """Generators: verified evidence in, a cited answer out.
 
 - `extractive` (default, always available, deterministic): the lead passage's sentences that the
-  answer judge says state the answer (pipeline/extractive.py), each cited; "no passage states the
+  answer judge says state the answer, joined by another passage's when the judge rates it at least
+  as high (pipeline/extractive.py), each cited; "no passage states the
   answer" with the nearest sentences offered as related when none does.
 - `ollama`: the official `ollama` client against OLLAMA_HOST (model CAIRN_OLLAMA_MODEL), with a
   prompt that lists the evidence by number, forbids uncited claims and passes the warnings of
@@ -22,7 +23,7 @@ from django.conf import settings
 
 from corpus.chunking import split_sentences
 from corpus.citations import citation_numbers, keep_citations
-from pipeline.extractive import answer_selection
+from pipeline.extractive import OTHER_STRIPS, Sentence, answer_selection, lead_switch, others_joining
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
 NOT_STATED = "No passage states the answer; these look related:"
@@ -35,8 +36,11 @@ class EvidenceText:
     text: str  # refined: the kept strips
     title: str = ""
     origin: str = "corpus"
-    sentences: tuple[str, ...] = ()  # all its strips, kept or not: what the extractive answer chooses from
+    sentences: tuple[
+        str, ...
+    ] = ()  # all its strips as quoted (gate.Strip.shown), kept or not: what the extractive answer chooses from
     judged: tuple[str, ...] = ()  # the same strips under their labels (gate.Strip.labelled): what the judge reads
+    relevances: tuple[float, ...] = ()  # the gate's relevance of each strip (0 where not scored)
 
 
 @dataclass
@@ -64,35 +68,69 @@ def not_found(generator: str) -> Generation:
     return Generation(NOT_FOUND, [], generator, found=False)
 
 
+@dataclass(frozen=True)
+class _Strip:
+    n: int  # its passage's citation number
+    position: int
+    text: str
+    judged: str  # what the answer judge reads: the strip under its label
+    relevance: float  # the gate's strip relevance (0 when not scored)
+
+
+def _strips(evidence: EvidenceText) -> list[_Strip]:
+    from pipeline.gate import strips_of
+
+    texts = list(evidence.sentences) or strips_of(evidence.text)
+    judged = list(evidence.judged) if len(evidence.judged) == len(texts) else texts
+    relevances = list(evidence.relevances) if len(evidence.relevances) == len(texts) else [0.0] * len(texts)
+    return [_Strip(evidence.n, i, *triple) for i, triple in enumerate(zip(texts, judged, relevances, strict=True))]
+
+
 class ExtractiveGenerator:
     name = "extractive"
 
     def generate(self, question, evidence, *, warnings=(), temperature=0.0) -> Generation:
-        from pipeline.gate import strips_of
-        from pipeline.verifiers import get_answer_judge
-
         if not evidence:
             return not_found(self.name)
-        lead = evidence[0]  # the best-ranked VERIFIED passage: pipeline/extractive.py says why only it
-        sentences = list(lead.sentences) or strips_of(lead.text)
-        judged = list(lead.judged) if len(lead.judged) == len(sentences) else sentences
-        scores = get_answer_judge().score(question, judged).tolist() if sentences else []
+        accept, max_sentences = settings.CAIRN_ANSWER_THRESHOLD, settings.CAIRN_ANSWER_SENTENCES
+        lead = evidence[0]  # the best-ranked VERIFIED passage; pipeline/extractive.py says when another leads
+        others = sorted((s for e in evidence[1:] for s in _strips(e)), key=lambda s: -s.relevance)[:OTHER_STRIPS]
+        judged = _judged(question, _strips(lead) + others)  # one call for the lead and the others' best
+        lead_sentences, other_sentences = [s for s in judged if s.n == lead.n], [s for s in judged if s.n != lead.n]
+        if (switched := lead_switch(lead_sentences, other_sentences, accept=accept)) is not None:
+            lead = next(e for e in evidence if e.n == switched)
+            lead_sentences = _judged(question, _strips(lead))
+            other_sentences = [s for s in judged if s.n != lead.n]
         chosen = answer_selection(
-            list(zip(sentences, scores, strict=True)),
-            accept=settings.CAIRN_ANSWER_THRESHOLD,
+            [(s.text, s.score) for s in lead_sentences],
+            accept=accept,
             margin=settings.CAIRN_ANSWER_MARGIN,
-            max_sentences=settings.CAIRN_ANSWER_SENTENCES,
+            max_sentences=max_sentences,
         )
         if not chosen:
             return not_found(self.name)
+        chosen = [Sentence(s.position, s.text, s.score, lead.n) for s in chosen]
+        floor = settings.CAIRN_ANSWER_STATED_FLOOR
+        chosen += others_joining(chosen, other_sentences, floor=floor, max_sentences=max_sentences)
+        cited = list(dict.fromkeys(s.n for s in chosen))
         # Every sentence cited, also inside a strip that joined a short fragment to its neighbour
         # ("He won. It was 1990."): validation reads an uncited sentence as an unsupported claim.
-        text = " ".join(f"{sentence} [{lead.n}]" for s in chosen for sentence in split_sentences(s.text))
-        if max(s.score for s in chosen) < settings.CAIRN_ANSWER_STATED_FLOOR:
+        text = " ".join(f"{sentence} [{s.n}]" for s in chosen for sentence in split_sentences(s.text))
+        if max(s.score for s in chosen) < floor:
             # A relevant passage that states no answer: offered as related, not answered (and so
             # never proposed as a corpus addition).
-            return Generation(f"{NOT_STATED} {text}", [lead.n], self.name, found=False)
-        return Generation(text, [lead.n], self.name)
+            return Generation(f"{NOT_STATED} {text}", cited, self.name, found=False)
+        return Generation(text, cited, self.name)
+
+
+def _judged(question: str, strips: list[_Strip]) -> list[Sentence]:
+    """The answer judge's score of each strip, in one batched call."""
+    from pipeline.verifiers import get_answer_judge
+
+    if not strips:
+        return []
+    scores = get_answer_judge().score(question, [s.judged for s in strips]).tolist()
+    return [Sentence(s.position, s.text, score, s.n) for s, score in zip(strips, scores, strict=True)]
 
 
 SYSTEM_PROMPT = (

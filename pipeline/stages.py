@@ -50,7 +50,7 @@ from pipeline.models import Answer, Evidence
 from pipeline.search import SearchError, get_search_provider, keyword_query, trusted_first
 from pipeline.selectors import critiques_similar
 from pipeline.tasks import writeback_validate_enqueue
-from pipeline.verifiers import get_entailment_model, get_relevance_model
+from pipeline.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
 from reputation.ranking import hits_rank
 from reputation.services import credits_record
 
@@ -120,8 +120,9 @@ def rank(state: QueryState) -> None:
 def verify(state: QueryState) -> None:
     terms = question_terms(user=state.user, question=state.question, collection_ids=state.collection_ids)
     state.gate = Gate(
-        state.question, get_relevance_model(), get_entailment_model(), query_vector=state.query_vector, terms=terms
-    )
+        state.question, get_relevance_model(), get_entailment_model(), get_answer_judge(),
+        query_vector=state.query_vector, terms=terms,
+    )  # fmt: skip
     state.gate.verify(state.candidates)
     state.action = action_for(answerable_relevances(state.candidates))
 
@@ -184,7 +185,8 @@ def refine(state: QueryState) -> None:
 def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
     return [
         EvidenceText(
-            c.n, c.refined or c.text, c.title, c.origin, tuple(s.text for s in c.strips), tuple(s.labelled for s in c.strips)
+            c.n, c.refined or c.text, c.title, c.origin, tuple(s.shown for s in c.strips),
+            tuple(s.labelled for s in c.strips), tuple(s.relevance for s in c.strips),
         )
         for c in candidates
     ]  # fmt: skip

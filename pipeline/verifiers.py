@@ -12,6 +12,7 @@ EntailmentModel answers in Cairn's order: entailment, neutral, contradiction.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol
 
@@ -138,14 +139,27 @@ class CrossEncoderRelevance:
                 f"{self.SETTING} ({path!r}) has {self._model.num_labels} labels; a scoring model needs 1 or 2."
             )
         self.batch_size, self.batch_tokens = batch_size, batch_tokens
+        # Recent scores by (query, text): one question's path asks for a strip more than once (the
+        # gate judges the best strips for agreement, the extractive answer judges them again).
+        self._recent: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._recent_lock = threading.Lock()
+
+    RECENT = 4096
 
     def score(self, query: str, passages: list[str]) -> np.ndarray:
-        if not passages:
-            return np.zeros(0, dtype=np.float32)
-        logits = _logits(self._model, [(query, passage) for passage in passages], self.batch_size, self.batch_tokens)
-        if logits.ndim == 1:  # one logit: sigmoid
-            return 1.0 / (1.0 + np.exp(-logits))
-        return _softmax(logits)[:, 1]  # two: P(relevant)
+        with self._recent_lock:
+            known = {p: self._recent[(query, p)] for p in passages if (query, p) in self._recent}
+        todo = list(dict.fromkeys(p for p in passages if p not in known))
+        if todo:
+            logits = _logits(self._model, [(query, passage) for passage in todo], self.batch_size, self.batch_tokens)
+            # one logit: sigmoid; two: P(relevant)
+            scores = 1.0 / (1.0 + np.exp(-logits)) if logits.ndim == 1 else _softmax(logits)[:, 1]
+            known |= dict(zip(todo, scores.tolist(), strict=True))
+            with self._recent_lock:
+                self._recent.update(((query, p), known[p]) for p in todo)
+                while len(self._recent) > self.RECENT:
+                    self._recent.popitem(last=False)
+        return np.array([known[p] for p in passages], dtype=np.float32)
 
 
 class CrossEncoderAnswerJudge(CrossEncoderRelevance):
@@ -192,7 +206,7 @@ def get_answer_judge() -> RelevanceModel:
 
 
 def verifiers_warm_in_background() -> None:
-    """Load both verifiers in a daemon thread and run one pair each, so a web process's first
+    """Load the verifiers and the answer judge in a daemon thread and run one pair each, so a web process's first
     question does not pay for loading them. A missing model is reported by the first question."""
     import logging
 
@@ -200,6 +214,7 @@ def verifiers_warm_in_background() -> None:
         try:
             get_relevance_model().score("warm up", ["the verification gate"])
             get_entailment_model().predict([("warm up", "the verification gate")])
+            get_answer_judge().score("warm up", ["the verification gate"])
         except ImproperlyConfigured as exc:
             logging.getLogger(__name__).error("verifier models not loaded: %s", exc)
 

@@ -1,7 +1,7 @@
 """The extractive answer's sentence choice: pure function, no model, no database (the scores stand
 in for the answer judge's; tests/test_generators.py runs the judge itself)."""
 
-from pipeline.extractive import answer_selection, content_terms
+from pipeline.extractive import Sentence, answer_selection, content_terms, lead_switch, others_joining
 
 SETTINGS = {"accept": 0.88, "margin": 0.1, "max_sentences": 3}
 
@@ -41,3 +41,24 @@ def test_the_cap_counts_sentences_not_strips():
     lead = [("He won. It was in 1990 at Augusta.", 0.99), ("He won again. That was in 1995.", 0.95), ("C three.", 0.9)]
     chosen = texts(answer_selection(lead, **SETTINGS))
     assert chosen == ["He won. It was in 1990 at Augusta.", "C three."]
+
+
+def test_another_passage_joins_only_with_a_sentence_rated_at_least_as_high_as_the_lead_best():
+    chosen = [Sentence(0, "os.path.expanduser replaces an initial ~ with the home directory.", 0.93, n=1)]
+    others = [Sentence(2, "On Windows, USERPROFILE is used if set.", 0.95, n=3),
+              Sentence(0, "The 2016 Stanley Cup was won by the Penguins.", 0.92, n=4)]  # fmt: skip
+    joined = others_joining(chosen, others, floor=0.03, max_sentences=3)
+    assert [(s.n, s.text) for s in joined] == [(3, "On Windows, USERPROFILE is used if set.")]
+    # Nothing joins an answer that states nothing (the lead's best is below the floor), nor past the cap.
+    assert others_joining([Sentence(0, "Related.", 0.01, n=1)], [Sentence(0, "Café.", 0.02, n=2)], floor=0.03,
+                          max_sentences=3) == []  # fmt: skip
+    assert others_joining(chosen * 3, others, floor=0.03, max_sentences=3) == []
+
+
+def test_a_passage_whose_sentence_the_judge_accepts_leads_when_none_of_the_lead_is_accepted():
+    lead = [Sentence(0, "The module defines the following items.", 0.82, n=1)]
+    others = [Sentence(0, "The directory named by the TMPDIR environment variable.", 0.91, n=2),
+              Sentence(1, "A third sentence.", 0.95, n=5)]  # fmt: skip
+    assert lead_switch(lead, others, accept=0.88) == 5
+    assert lead_switch(lead, others, accept=0.96) is None  # no other sentence is accepted either
+    assert lead_switch([Sentence(0, "Accepted.", 0.9, n=1)], others, accept=0.88) is None  # the lead answers

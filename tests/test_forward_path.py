@@ -152,3 +152,9 @@ def test_a_manual_answers_what_it_states_and_not_what_it_never_mentions(charlie)
     # A made-up setting whose words the manual uses ("to" is a stop word, "wal" is everywhere).
     made_up = ask(charlie, question="What does to_wal default to?", mode="fast", collections=["manual"])
     assert not made_up["found"] and made_up["action"] == "INCORRECT"
+    # A dotted name is one token in Postgres's index ("harbor.forcecheckpoint"); asked for, it is
+    # found whole, not taken for an unknown "forcecheckpoint". One the manual never writes is not.
+    dotted = ask(charlie, question="When does harbor.forcecheckpoint() return?", mode="fast", collections=["manual"])
+    assert dotted["found"] and "flushed to disk" in dotted["answer"]
+    unknown = ask(charlie, question="When does harbor.forcevacuum() return?", mode="fast", collections=["manual"])
+    assert not unknown["found"] and unknown["action"] == "INCORRECT"

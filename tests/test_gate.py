@@ -2,6 +2,7 @@
 cases built from a real NQ passage (demo corpus)."""
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 
 from corpus.selectors import QuestionTerms
@@ -24,7 +25,7 @@ from pipeline.gate import (
     trust_score,
     unknown_names,
 )
-from pipeline.verifiers import get_entailment_model, get_relevance_model
+from pipeline.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
 
 QUESTION = "who got the first nobel prize in physics"
 TRUE = (
@@ -42,7 +43,7 @@ def candidate(n: int, text: str, consistency: float = 1.0, origin: str = "corpus
 
 
 def gate() -> Gate:
-    return Gate(QUESTION, get_relevance_model(), get_entailment_model())
+    return Gate(QUESTION, get_relevance_model(), get_entailment_model(), get_answer_judge())
 
 
 def test_strips_are_sentences_with_fragments_joined():
@@ -73,6 +74,14 @@ def test_strips_carry_their_heading_term_and_the_sentence_a_pronoun_leans_on():
     )
     assert strips[1].labelled == "Identifiers: It must be shorter than 64 bytes in the default build."
     assert strips[2].label == "Identifiers"  # the term's own line starts the strip; its definition follows
+    # An answer quotes a definition's sentence with its term unless the sentence names it.
+    defined = strips_in_context(
+        "wal_buffers (integer)\n\n: Shared memory for WAL data. The default is 1MB in all builds."
+    )
+    assert [s.shown for s in defined] == [
+        "wal_buffers (integer) Shared memory for WAL data.",
+        "wal_buffers (integer): The default is 1MB in all builds.",
+    ]
     # A passage without sections (Wikipedia) is judged sentence by sentence, as before.
     plain = strips_in_context("Jack Nicklaus is a golfer from Ohio. He won six Masters titles in all.")
     assert [(s.label, s.antecedent) for s in plain] == [("", ""), ("", "")]
@@ -91,6 +100,16 @@ def test_coverage_weighs_the_question_terms_the_corpus_uses_by_their_rarity():
     assert terms.absent() == ["nowadays"]
     named = QuestionTerms(chunks=10, frequency={}, words={}, identifiers={"max_concurrency": 0, "wal_level": 4})
     assert named.absent_identifiers() == ["max_concurrency"]
+    # Postgres indexes "math.isclose(" as one name: its parts are in no chunk's index, yet present.
+    dotted = QuestionTerms(
+        chunks=100,
+        frequency={"math": 10, "isclos": 0, "quickcopi": 0},
+        words={"math": "math", "isclos": "isclose", "quickcopi": "quickcopy"},
+        identifiers={"math.isclose": 3, "os.quickcopy": 0},
+    )
+    assert dotted.absent() == ["quickcopy"] and dotted.absent_identifiers() == []
+    assert dotted.parts_held("Use math.isclose(a, b) to compare.") == {"math", "isclos"}
+    assert dotted.parts_held("Use os.path.isabs() to check.") == set()
     # An absent word that names something is what makes a question unanswerable; a paraphrase is not.
     question = "Nowadays, does RMAN or Guyana or protien set innodb_buffer_pool_size through os.quickcopy in 42?"
     words = ["innodb", "Nowadays", "RMAN", "quickcopy", "42", "protien", "Guyana"]
@@ -133,6 +152,20 @@ def test_the_gate_buckets_relevant_contradicting_and_irrelevant_chunks():
     assert buckets[3] is not Bucket.VERIFIED and candidates[2].contradicted_by  # the outlier
     assert buckets[4] is Bucket.REJECTED
     assert candidates[3].relevance < candidates[0].relevance
+
+
+def test_chunks_about_different_things_are_not_compared_for_agreement():
+    # The Python docs case: the answer chunk and a note on how sys.path is built share "path" and
+    # "Windows", and the NLI model called them contradictory, so both were dropped to UNCERTAIN.
+    # Neither-is-an-answer pairs never reach the NLI model.
+    question = "What path length limit has Windows historically imposed?"
+    answer = candidate(1, "Windows historically has limited path lengths to 260 characters.")
+    note = candidate(2, "These notes supplement the description of how the module search path is built on Windows.")
+    g = Gate(question, get_relevance_model(), get_entailment_model(), get_answer_judge())
+    g.verify([answer, note])
+    judged = g.answer_judge.score(question, [answer.best_strip.labelled, note.best_strip.labelled])
+    assert judged[1] < settings.CAIRN_ANSWER_STATED_FLOOR  # the note states no answer
+    assert g._contradiction == {} and answer.agreement == note.agreement == 1.0
 
 
 def test_relevance_stacks_the_evaluator_with_the_similarity_the_retrieval_measured():
