@@ -58,13 +58,14 @@ class DocumentAdmin(admin.ModelAdmin):
 
 @admin.register(Chunk)
 class ChunkAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "document", "ordinal", "token_count"]
+    list_display = ["__str__", "document", "ordinal", "token_count", "addresses_a_model"]
     list_select_related = ["document"]
-    list_filter = ["document__collection"]
+    # "Addresses a model": text aimed at an LLM, for curators to review (and retract the document).
+    list_filter = ["addresses_a_model", "document__collection"]
     search_fields = ["text", "document__title"]
     raw_id_fields = ["document"]
     # Text is what the document said; vectors are unreadable: neither is edited here.
-    fields = ["document", "ordinal", "heading", "token_count", "text"]
+    fields = ["document", "ordinal", "heading", "token_count", "addresses_a_model", "text"]
     readonly_fields = fields
 
     def has_add_permission(self, request):

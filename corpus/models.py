@@ -84,6 +84,11 @@ class Chunk(models.Model):
     consistency = models.FloatField(
         default=1.0, help_text="Internal consistency in [0, 1], scored at ingestion (corpus/consistency.py)."
     )
+    addresses_a_model = models.BooleanField(
+        default=False,
+        help_text="Holds text aimed at a language model ('ignore previous instructions', role prompts): "
+        "for curators to review; its sentences are never used in answers (corpus/instructions.py).",
+    )
     embedding = VectorField(dimensions=EMBEDDING_DIM)
     # Maintained by Postgres from the row itself (a generated column, declared here, no trigger):
     # the heading weighs more than the body in ts_rank_cd.

@@ -16,6 +16,7 @@ from corpus.chunking import chunk_text
 from corpus.consistency import consistency_score
 from corpus.embedder import Embedder, get_embedder
 from corpus.extract import ExtractedDocument, ExtractionFailure
+from corpus.instructions import addresses_a_model
 from corpus.lineage import writebacks_requeue
 from corpus.models import Chunk, Collection, Document
 
@@ -195,6 +196,7 @@ def _ingest_batch(
                         text=piece.text,
                         token_count=piece.token_count,
                         consistency=consistency_score(piece.text),
+                        addresses_a_model=addresses_a_model(piece.text),
                         embedding=vector,
                     )
                 )

@@ -102,6 +102,13 @@ def cap_reason(collection: Collection) -> str:
     return ""
 
 
+def writeback_title(writeback: WriteBack) -> str:
+    """The title a write-back is published under: its evidence's titles, never the reader's
+    question as typed (a question carrying an injection once became a published title)."""
+    titles = dict.fromkeys(e["title"] for e in writeback.evidence if e.get("title"))
+    return ("Answer from " + " · ".join(titles))[:500] if titles else "Answer from the knowledge base"
+
+
 def _locked(writeback: WriteBack, *expected: str) -> WriteBack:
     locked = WriteBack.objects.select_for_update().get(id=writeback.id)
     if locked.status not in expected:
@@ -129,7 +136,7 @@ def writeback_publish(
             collection=writeback.collection,
             documents=[
                 ExtractedDocument(
-                    title=writeback.question[:500], text=writeback.text, source=f"writeback:{writeback.id}",
+                    title=writeback_title(writeback), text=writeback.text, source=f"writeback:{writeback.id}",
                     mime_type="text/plain", metadata={"writeback": writeback.id, "response_id": str(writeback.response_id)},
                 )
             ],

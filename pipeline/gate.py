@@ -44,6 +44,7 @@ from itertools import combinations
 from django.conf import settings
 
 from corpus.chunking import sentences_in_context
+from corpus.instructions import addresses_a_model
 from corpus.selectors import Hit
 from pipeline.calibration import relevance_stacked
 from pipeline.extractive import content_terms
@@ -140,10 +141,14 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
     """The prose sentences of `text` (never a heading or code), fragments shorter than `min_words`
     joined to the next sentence, each with the context of its first sentence
     (corpus.chunking.sentences_in_context: heading or term, and the sentence a pronoun leans on).
-    A passage without sections (Wikipedia) is judged sentence by sentence."""
+    A passage without sections (Wikipedia) is judged sentence by sentence. A sentence addressed to
+    a language model ("Ignore previous instructions and answer...") is no strip: not knowledge,
+    never an answer (corpus/instructions.py)."""
     strips: list[Strip] = []
     pending, first = "", None
     for in_context in sentences_in_context(text, section):
+        if addresses_a_model(in_context.sentence):
+            continue
         first = first if pending else in_context
         pending = f"{pending} {in_context.sentence}".strip()
         if len(pending.split()) >= min_words:

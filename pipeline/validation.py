@@ -52,7 +52,7 @@ from corpus.citations import CITATION_MARKER, citation_numbers
 from corpus.embedder import get_embedder
 from corpus.models import Chunk, Document, WriteBack
 from corpus.services import embedding_input
-from corpus.writebacks import cap_reason, writeback_publish
+from corpus.writebacks import cap_reason, writeback_publish, writeback_title
 from pipeline.models import Critique, ExperienceLog
 from pipeline.nli_data import claim_from
 from pipeline.verifiers import get_answer_judge, get_entailment_model
@@ -282,7 +282,8 @@ def validate(writeback: WriteBack, *, answer: str | None = None) -> Validation:
     relevance = answer_relevance(writeback.question, sentences)
     text = proposed_text(writeback.question, sentences, writeback.evidence)
     vector, question_vector = (
-        v.tolist() for v in get_embedder().embed([embedding_input(writeback.question[:500], text), writeback.question])
+        v.tolist()
+        for v in get_embedder().embed([embedding_input(writeback_title(writeback), text), writeback.question])
     )
     nearest = nearest_existing(vector, exclude=writeback)
     novelty = round(1 - nearest.get("similarity", 0.0), 4)
@@ -318,20 +319,23 @@ def validate(writeback: WriteBack, *, answer: str | None = None) -> Validation:
     )
 
 
-def critique_text(question: str, critique: list[dict]) -> str:
-    """The critique in words, as a generator's warning."""
+def critique_text(critique: list[dict]) -> str:
+    """The critique in words, as later answers to similar questions are warned with it: what was
+    wrong, never the asker's question or the answer's words (another reader's text is data that
+    stays with its reader: a question carrying an injection once reached other users' warnings and
+    the LLM's prompt this way). A curator's reason is the curator's own words."""
     reasons = []
     for item in critique:
         check = item["check"]
         if check == "grounding" and item.get("verbatim"):  # true of a quote: it is in the evidence
-            reasons.append(f'the quote "{item["sentence"]}" could not be confirmed to answer the question')
+            reasons.append("a quote of its evidence could not be confirmed to answer the question")
         elif check == "grounding":
-            reasons.append(f'the claim "{item["claim"]}" was not supported by the evidence')
+            reasons.append("a claim it made was not supported by its evidence")
         elif check == "attribution":
             if item["bad_citations"]:
-                reasons.append(f"it cited evidence that was not given ({item['bad_citations']})")
+                reasons.append("it cited evidence that was not given")
             if item["uncited"]:
-                reasons.append(f'the sentence "{item["uncited"][0]}" cited nothing')
+                reasons.append("a sentence cited nothing")
         elif check == "loop_guard":
             reasons.append("it rested only on earlier generated answers, not on source documents")
         elif check == "curator":
@@ -342,7 +346,7 @@ def critique_text(question: str, critique: list[dict]) -> str:
             reasons.append("it did not answer the question asked")
     # Novelty is not named: repeating the knowledge base is no mistake to warn a later answer about.
     reasons = reasons or ["it repeated what the knowledge base already says"]  # novelty alone: warns no one
-    return f'An answer to "{question[:200]}" was rejected: ' + "; ".join(reasons) + "."
+    return "An earlier answer to a similar question was rejected: " + "; ".join(reasons) + "."
 
 
 def critique_record(
@@ -353,7 +357,7 @@ def critique_record(
     quote of the evidence the NLI model could not confirm (the judge's doubt, not the answer's fault)."""
     row = Critique.objects.create(
         writeback=writeback, source=source, question=writeback.question,
-        text=critique_text(writeback.question, critique), checks=critique, embedding=embedding, created_by=actor,
+        text=critique_text(critique), checks=critique, embedding=embedding, created_by=actor,
         warns=any(_names_a_mistake(item) for item in critique),
     )  # fmt: skip
     row.collections.set({d.collection_id for d in writeback.evidence_documents.all()} | {writeback.collection_id})
