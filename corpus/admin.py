@@ -1,17 +1,60 @@
 from django.contrib import admin
 from django.db.models import Count
 
-from corpus.lineage import document_retract
+from corpus.lineage import document_restore, document_retract
 from corpus.models import AuditEvent, Chunk, Collection, Document
+from corpus.selectors import collections_curated_by
+
+
+class CuratedAdmin(admin.ModelAdmin):
+    """Lists, shows and changes only the rows of collections the signed-in curator curates
+    (corpus.selectors.collections_curated_by); superusers see everything. A row outside them is
+    "not found", as it is to the API."""
+
+    curated_through = "collection"  # the lookup from this model to its Collection
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return queryset.filter(pk__in=self.curated(request, self.model.objects.all()).values("pk"))
+
+    def curated(self, request, queryset):
+        return queryset.filter(**{f"{self.curated_through}__in": collections_curated_by(user=request.user)})
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.related_model is Collection:
+            kwargs["queryset"] = collections_curated_by(user=request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class SuperuserOnlyAdmin(admin.ModelAdmin):
+    """Rows that belong to no one collection (or say who asked what): for superusers only."""
+
+    def has_module_permission(self, request):
+        return request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser
 
 
 @admin.register(Collection)
-class CollectionAdmin(admin.ModelAdmin):
+class CollectionAdmin(CuratedAdmin):
+    """Curators change the readers and curators of the collections they curate (each change
+    audited by corpus.signals); only superusers create collections."""
+
+    curated_through = "pk"
     list_display = ["slug", "name", "is_public", "document_count", "created_at"]
     list_filter = ["is_public"]
     search_fields = ["slug", "name", "description"]
     prepopulated_fields = {"slug": ["name"]}
-    filter_horizontal = ["groups"]
+    filter_horizontal = ["groups", "curator_groups"]
+
+    def has_add_permission(self, request):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(document_count=Count("documents"))
@@ -34,17 +77,25 @@ class ChunkInline(admin.TabularInline):
 
 
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(CuratedAdmin):
     list_display = ["title", "collection", "origin", "status", "mime_type", "updated_at"]
     list_filter = ["collection", "origin", "status", "mime_type"]
     list_select_related = ["collection"]
     search_fields = ["title", "source", "sha256"]
-    raw_id_fields = ["collection"]
     # Status changes only through the retract action: it cascades to what rests on the document
     # and leaves audit rows, which a bare field edit would not.
-    readonly_fields = ["sha256", "mime_type", "origin", "status", "requires_collections", "created_at", "updated_at"]
+    # A document's collection is not changed in place: moving it would hand its text to the other
+    # collection's readers. Deletion is retraction, which cascades and is audited.
+    readonly_fields = ["collection", "sha256", "mime_type", "origin", "status", "requires_collections", "created_at",
+                       "updated_at"]  # fmt: skip
     inlines = [ChunkInline]
-    actions = ["retract"]
+    actions = ["retract", "restore"]
+
+    def has_add_permission(self, request):
+        return False  # documents come in through ingestion: the API, the CLI or the ask page
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
     @admin.action(description="Retract selected documents (and every write-back resting on them)")
     def retract(self, request, queryset):
@@ -55,9 +106,18 @@ class DocumentAdmin(admin.ModelAdmin):
             writebacks += len(result["writebacks"])
         self.message_user(request, f"Retracted {documents} document(s) and {writebacks} write-back(s).")
 
+    @admin.action(description="Restore selected retracted documents (what they cascaded to stays retracted)")
+    def restore(self, request, queryset):
+        restored = [
+            document_restore(document, actor=request.user, reason=f"restored in the admin by {request.user}")
+            for document in queryset.filter(status=Document.Status.RETRACTED)
+        ]
+        self.message_user(request, f"Restored {len(restored)} document(s).")
+
 
 @admin.register(Chunk)
-class ChunkAdmin(admin.ModelAdmin):
+class ChunkAdmin(CuratedAdmin):
+    curated_through = "document__collection"
     list_display = ["__str__", "document", "ordinal", "token_count", "addresses_a_model"]
     list_select_related = ["document"]
     # "Addresses a model": text aimed at an LLM, for curators to review (and retract the document).
@@ -73,8 +133,9 @@ class ChunkAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
-    """Read-only: the trail is append-only (the model and a database trigger refuse changes)."""
+class AuditEventAdmin(SuperuserOnlyAdmin):
+    """Read-only: the trail is append-only (the model and a database trigger refuse changes). Its
+    rows span every collection: superusers read it."""
 
     list_display = ["created_at", "actor_name", "action", "object_type", "object_id", "summary"]
     list_filter = ["action", "object_type", "actor_name", ("created_at", admin.DateFieldListFilter)]

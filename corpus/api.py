@@ -11,10 +11,10 @@ from rest_framework.views import APIView
 
 from config.exceptions import CairnError
 from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, extract_bytes
-from corpus.lineage import document_retract
+from corpus.lineage import document_restore, document_retract
 from corpus.models import Document
 from corpus.permissions import IsCurator
-from corpus.selectors import chunks_readable_by, collections_readable_by, document_list
+from corpus.selectors import chunks_readable_by, collections_curated_by, collections_readable_by, document_list
 from corpus.services import documents_ingest
 
 
@@ -46,7 +46,7 @@ class IngestedDocumentSerializer(serializers.Serializer):
     id = serializers.IntegerField(source="document.id")
     title = serializers.CharField(source="document.title")
     source = serializers.CharField(source="document.source")
-    result = serializers.ChoiceField(choices=["added", "updated", "unchanged"], source="outcome")
+    result = serializers.ChoiceField(choices=["added", "updated", "unchanged", "retracted"], source="outcome")
     chunks = serializers.IntegerField(help_text="Chunks written (0 when unchanged).")
 
 
@@ -59,6 +59,7 @@ class IngestOutputSerializer(serializers.Serializer):
     added = serializers.IntegerField()
     updated = serializers.IntegerField()
     unchanged = serializers.IntegerField()
+    retracted = serializers.IntegerField(help_text="Sources of retracted documents: left retracted (restore them).")
     documents = IngestedDocumentSerializer(many=True, source="outcomes")
     failed = IngestFailureSerializer(many=True)
 
@@ -112,8 +113,13 @@ class DocumentListApi(ListAPIView):
         data = self.DocumentInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         payload = data.validated_data
-        collection = collections_readable_by(user=request.user).filter(slug=payload["collection"]).first()
+        collection = collections_curated_by(user=request.user).filter(slug=payload["collection"]).first()
         if collection is None:
+            if collections_readable_by(user=request.user).filter(slug=payload["collection"]).exists():
+                raise CairnError(
+                    "collection", f"you do not curate collection {payload['collection']!r}",
+                    status_code=status.HTTP_403_FORBIDDEN,
+                )  # fmt: skip
             raise CairnError("collection", f"unknown collection {payload['collection']!r}")
         items = _documents_from_input(payload)
         failures = [item for item in items if isinstance(item, ExtractionFailure)]
@@ -187,6 +193,11 @@ class ChunkDetailApi(APIView):
         return Response(ChunkOutputSerializer(chunk).data)
 
 
+def _curated_document(user, document_id: int) -> Document:
+    """A document of a collection `user` curates; outside them "not found", whatever its status."""
+    return get_object_or_404(Document.objects.filter(collection__in=collections_curated_by(user=user)), id=document_id)
+
+
 class RetractOutputSerializer(serializers.Serializer):
     documents = serializers.ListField(child=serializers.IntegerField(), help_text="Retracted, the cascade included.")
     writebacks = serializers.ListField(child=serializers.IntegerField(), help_text="Write-backs retracted with them.")
@@ -204,7 +215,7 @@ class DocumentRetractApi(APIView):
     def post(self, request, document_id: int):
         data = self.RetractInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        document = get_object_or_404(Document, id=document_id)
+        document = _curated_document(request.user, document_id)
         if document.status != Document.Status.ACTIVE:
             raise CairnError(
                 "document", f"document {document_id} is already {document.status}", status_code=status.HTTP_409_CONFLICT
@@ -213,3 +224,25 @@ class DocumentRetractApi(APIView):
         return Response(
             {"documents": [d.id for d in result["documents"]], "writebacks": [w.id for w in result["writebacks"]]}
         )
+
+
+class RestoreOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+
+
+class DocumentRestoreApi(APIView):
+    """Curators: undo a retraction (what it cascaded to stays retracted, for review)."""
+
+    permission_classes = [IsCurator]
+
+    class RestoreInputSerializer(serializers.Serializer):
+        reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+    @extend_schema(request=RestoreInputSerializer, responses=RestoreOutputSerializer)
+    def post(self, request, document_id: int):
+        data = self.RestoreInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        document = _curated_document(request.user, document_id)
+        restored = document_restore(document, actor=request.user, reason=data.validated_data["reason"])
+        return Response(RestoreOutputSerializer(restored).data)

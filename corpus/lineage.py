@@ -8,6 +8,8 @@ at the bottom travels up, transitively, in one transaction, each step leaving an
   their documents hidden until a curator approves them again against the new text.
 
 Retracted (and hidden) documents leave retrieval at once: every read starts from active documents.
+A retraction is undone by restoring the document (audited); ingesting its source again leaves it
+retracted and says so.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from rest_framework import status
 
+from config.exceptions import CairnError
 from corpus.audit import audit
 from corpus.models import Document, WriteBack
 
@@ -79,6 +83,23 @@ def document_retract(document: Document, *, actor: AbstractBaseUser | None = Non
                       summary=f"cascade: write-back {writeback.id} retracted")  # fmt: skip
                 documents.append(derived)
     return {"documents": documents, "writebacks": writebacks}
+
+
+def document_restore(document: Document, *, actor: AbstractBaseUser | None = None, reason: str = "") -> Document:
+    """Undo a retraction: the document is active again (audited). What its retraction cascaded to
+    stays retracted: each such write-back rested on a judgement a curator should make again."""
+    with transaction.atomic():
+        document = Document.objects.select_for_update().get(id=document.id)
+        if document.status != Document.Status.RETRACTED:
+            raise CairnError(
+                "document", f"document {document.id} is {document.status}, not retracted",
+                status_code=status.HTTP_409_CONFLICT,
+            )  # fmt: skip
+        Document.objects.filter(id=document.id).update(status=Document.Status.ACTIVE, updated_at=timezone.now())
+        audit("document.restore", document, actor=actor, summary=reason or "restored",
+              before={"status": Document.Status.RETRACTED}, after={"status": Document.Status.ACTIVE})  # fmt: skip
+        document.status = Document.Status.ACTIVE
+    return document
 
 
 def writebacks_requeue(changed: list[Document], *, actor: AbstractBaseUser | None = None) -> list[WriteBack]:

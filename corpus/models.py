@@ -20,6 +20,11 @@ class Collection(models.Model):
         Group, blank=True, related_name="collections", help_text="Groups whose members may read this collection."
     )
     is_public = models.BooleanField(default=False, help_text="Readable by every signed-in user.")
+    curator_groups = models.ManyToManyField(
+        Group, blank=True, related_name="curated_collections",
+        help_text="Groups whose curators curate this collection (review, retract, upload, see its answers). "
+        "A curator is also a member of the curators group, which says what curators may do; these say where.",
+    )  # fmt: skip
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -20,9 +20,22 @@ User = AbstractBaseUser | AnonymousUser
 
 
 def user_is_curator(user: User) -> bool:
+    """May `user` curate at all (the curators group: what curators may do)? Where they may is
+    collections_curated_by."""
     if not user.is_authenticated:
         return False
     return user.is_superuser or user.groups.filter(name=settings.CAIRN_CURATORS_GROUP).exists()
+
+
+def collections_curated_by(*, user: User) -> QuerySet[Collection]:
+    """The collections `user` curates: every one for a superuser; for a curator, those whose curator
+    groups they belong to. Every curator surface (admin, write-back queue, answers, retraction,
+    uploads, reputation) is scoped through this one function."""
+    if not user_is_curator(user):
+        return Collection.objects.none()
+    if user.is_superuser:
+        return Collection.objects.all()
+    return Collection.objects.filter(curator_groups__in=user.groups.all()).distinct()
 
 
 def collections_readable_by(*, user: User) -> QuerySet[Collection]:

@@ -24,7 +24,7 @@ from corpus.models import Chunk, Collection, Document
 @dataclass(frozen=True)
 class DocumentOutcome:
     document: Document
-    outcome: str  # "added", "updated" or "unchanged"
+    outcome: str  # "added", "updated", "unchanged", or "retracted" (left as it is until restored)
     chunks: int
 
 
@@ -33,22 +33,36 @@ class IngestReport:
     added: int = 0
     updated: int = 0
     unchanged: int = 0
+    retracted: int = 0
     chunks: int = 0
     failed: list[ExtractionFailure] = field(default_factory=list)
     outcomes: list[DocumentOutcome] = field(default_factory=list)
 
 
 def collection_get_or_create(
-    *, slug: str, name: str = "", public: bool = False, group_names: Iterable[str] = ()
+    *,
+    slug: str,
+    name: str = "",
+    public: bool = False,
+    group_names: Iterable[str] = (),
+    curator_group_names: Iterable[str] = (),
 ) -> tuple[Collection, bool]:
     """Return the collection with `slug`, creating it (private unless `public`) if it does not exist.
 
     Groups are added, never removed: re-running an ingest must not narrow access set in the admin.
+    A new collection without curator groups is curated by the curators group (every curator); a
+    curator group given makes it that group's alone.
     """
+    curator_group_names = list(curator_group_names)
     with transaction.atomic():
         collection, created = Collection.objects.get_or_create(
             slug=slug, defaults={"name": name or slug.replace("-", " ").title(), "is_public": public}
         )
+        if created and not curator_group_names:
+            collection.curator_groups.add(curators_group_ensure())
+        for group_name in curator_group_names:
+            group, _ = Group.objects.get_or_create(name=group_name)
+            collection.curator_groups.add(group)
         if public and not collection.is_public:
             collection.is_public = True
             collection.save(update_fields=["is_public"])
@@ -118,7 +132,11 @@ def _ingest_batch(
     todo = []
     for doc in batch:
         known = existing.get(doc.source)
-        if known is not None and known.sha256 == hashes[doc.source]:
+        if known is not None and known.status == Document.Status.RETRACTED:
+            # A curator took it out: ingesting its source again does not bring it back (restore does).
+            report.retracted += 1
+            report.outcomes.append(DocumentOutcome(known, "retracted", 0))
+        elif known is not None and known.sha256 == hashes[doc.source]:
             report.unchanged += 1
             report.outcomes.append(DocumentOutcome(known, "unchanged", 0))
         else:

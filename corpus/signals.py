@@ -1,4 +1,4 @@
-"""Audit rows for collection permission changes, wherever they are made (admin, shell, services):
+"""Audit rows for collection permission changes (readers, curators, public), wherever they are made (admin, shell, services):
 who may read a collection is a state change that matters. The acting user is not known here;
 the admin records it in its own history, the audit row says what changed."""
 
@@ -9,8 +9,7 @@ from corpus.audit import audit
 from corpus.models import Collection
 
 
-@receiver(m2m_changed, sender=Collection.groups.through)
-def collection_groups_changed(sender, instance, action, reverse, pk_set, **kwargs):
+def _groups_changed(field: str, role: str, instance, action, reverse, pk_set) -> None:
     if action not in ("post_add", "post_remove", "post_clear") or (reverse and not pk_set):
         return
     from django.contrib.auth.models import Group
@@ -21,8 +20,18 @@ def collection_groups_changed(sender, instance, action, reverse, pk_set, **kwarg
     )
     verb = {"post_add": "added", "post_remove": "removed", "post_clear": "cleared"}[action]
     for collection in collections:
-        audit("collection.groups", collection, summary=f"readers {verb}: {', '.join(groups) or 'all groups'}",
-              after={"groups": sorted(collection.groups.values_list("name", flat=True))})  # fmt: skip
+        audit(f"collection.{field}", collection, summary=f"{role} {verb}: {', '.join(groups) or 'all groups'}",
+              after={field: sorted(getattr(collection, field).values_list("name", flat=True))})  # fmt: skip
+
+
+@receiver(m2m_changed, sender=Collection.groups.through)
+def collection_groups_changed(sender, instance, action, reverse, pk_set, **kwargs):
+    _groups_changed("groups", "readers", instance, action, reverse, pk_set)
+
+
+@receiver(m2m_changed, sender=Collection.curator_groups.through)
+def collection_curators_changed(sender, instance, action, reverse, pk_set, **kwargs):
+    _groups_changed("curator_groups", "curators", instance, action, reverse, pk_set)
 
 
 @receiver(pre_save, sender=Collection)

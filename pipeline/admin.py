@@ -8,10 +8,12 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from config.exceptions import CairnError
+from corpus.admin import CuratedAdmin
 from corpus.models import WriteBack
 from corpus.writebacks import same_question_candidates
 from pipeline.models import Answer, Critique, Evidence, ExperienceLog
 from pipeline.review import writeback_approve, writeback_dismiss
+from pipeline.selectors import answers_curated_by, critiques_curated_by
 
 
 class EvidenceInline(admin.TabularInline):
@@ -39,7 +41,10 @@ class EvidenceInline(admin.TabularInline):
 
 
 @admin.register(Answer)
-class AnswerAdmin(admin.ModelAdmin):
+class AnswerAdmin(CuratedAdmin):
+    def curated(self, request, queryset):
+        return queryset.filter(pk__in=answers_curated_by(user=request.user).values("pk"))
+
     list_display = ["question", "mode", "action", "generator", "found", "user", "created_at"]
     list_filter = ["mode", "action", "generator", "found"]
     list_select_related = ["user"]
@@ -97,7 +102,7 @@ class ReviewForm(forms.ModelForm):
 
 
 @admin.register(WriteBack)
-class WriteBackAdmin(admin.ModelAdmin):
+class WriteBackAdmin(CuratedAdmin):
     """The curators' review queue. Every decision goes through pipeline.review, as the API's do."""
 
     form = ReviewForm
@@ -238,7 +243,10 @@ class WriteBackAdmin(admin.ModelAdmin):
 
 
 @admin.register(Critique)
-class CritiqueAdmin(admin.ModelAdmin):
+class CritiqueAdmin(CuratedAdmin):
+    def curated(self, request, queryset):
+        return queryset.filter(pk__in=critiques_curated_by(user=request.user).values("pk"))
+
     list_display = ["created_at", "source", "warns", "text"]
     list_filter = ["source", "warns"]
     search_fields = ["question", "text"]
@@ -251,7 +259,9 @@ class CritiqueAdmin(admin.ModelAdmin):
 
 
 @admin.register(ExperienceLog)
-class ExperienceLogAdmin(admin.ModelAdmin):
+class ExperienceLogAdmin(CuratedAdmin):
+    curated_through = "writeback__collection"
+
     list_display = ["created_at", "accepted", "question"]
     list_filter = ["accepted"]
     search_fields = ["question"]

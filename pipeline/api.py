@@ -16,7 +16,7 @@ from corpus.models import WriteBack
 from corpus.permissions import IsCurator
 from pipeline.models import Answer, Evidence
 from pipeline.review import writeback_approve, writeback_dismiss
-from pipeline.selectors import answer_get, writeback_list
+from pipeline.selectors import answer_get, writeback_list, writebacks_curated_by
 from pipeline.services import question_answer
 
 
@@ -136,7 +136,7 @@ class WriteBackListApi(ListAPIView):
     def get_queryset(self):
         filters = self.FilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
-        return writeback_list(status=filters.validated_data.get("status"))
+        return writeback_list(user=self.request.user, status=filters.validated_data.get("status"))
 
 
 class WriteBackApproveApi(APIView):
@@ -152,7 +152,7 @@ class WriteBackApproveApi(APIView):
     def post(self, request, writeback_id: int):
         data = self.ApproveInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        writeback = get_object_or_404(WriteBack, id=writeback_id)
+        writeback = get_object_or_404(writebacks_curated_by(user=request.user), id=writeback_id)
         return Response(
             WriteBackSerializer(writeback_approve(writeback, actor=request.user, **data.validated_data)).data
         )
@@ -168,7 +168,7 @@ class WriteBackRejectApi(APIView):
     def post(self, request, writeback_id: int):
         data = self.RejectInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        writeback = get_object_or_404(WriteBack, id=writeback_id)
+        writeback = get_object_or_404(writebacks_curated_by(user=request.user), id=writeback_id)
         return Response(
             WriteBackSerializer(writeback_dismiss(writeback, actor=request.user, **data.validated_data)).data
         )

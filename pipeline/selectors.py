@@ -4,22 +4,47 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from pgvector.django import CosineDistance
 
 from corpus.models import Collection, WriteBack
-from corpus.selectors import collections_readable_by, user_is_curator
+from corpus.selectors import collections_curated_by, collections_readable_by, user_is_curator
 from pipeline.models import Answer, Critique, Evidence
 
 
+def answers_curated_by(*, user: AbstractBaseUser) -> QuerySet[Answer]:
+    """The answers a curator may read: every one for a superuser; else those whose corpus evidence
+    lies all in collections they curate (and which have some: a question alone belongs to no
+    collection, and may say what its asker was looking for)."""
+    if user.is_superuser:
+        return Answer.objects.all()
+    curated = collections_curated_by(user=user)
+    outside = Collection.objects.exclude(id__in=curated.values("id"))
+    return (
+        Answer.objects.filter(evidence__chunk__document__collection__in=curated)
+        .exclude(evidence__chunk__document__collection__in=outside)
+        .distinct()
+    )
+
+
+def critiques_curated_by(*, user: AbstractBaseUser) -> QuerySet[Critique]:
+    """The critiques a curator may read: those all of whose collections they curate."""
+    if user.is_superuser:
+        return Critique.objects.all()
+    outside = Collection.objects.exclude(id__in=collections_curated_by(user=user).values("id"))
+    return Critique.objects.exclude(collections__in=outside)
+
+
 def answer_get(*, user: AbstractBaseUser, response_id) -> Answer | None:
-    """The recorded answer with its evidence, if `user` asked it or is a curator; else None."""
+    """The recorded answer with its evidence, if `user` asked it or curates every collection it
+    drew on; else None."""
     answers = Answer.objects.prefetch_related(
         Prefetch("evidence", queryset=Evidence.objects.select_related("chunk").order_by("n"))
-    )
-    if not user_is_curator(user):
-        answers = answers.filter(user=user)
-    return answers.filter(response_id=response_id).first()
+    ).filter(response_id=response_id)
+    mine = Q(user=user) if user.is_authenticated else Q(pk__in=[])
+    if user_is_curator(user):
+        mine |= Q(pk__in=answers_curated_by(user=user).values("pk"))
+    return answers.filter(mine).first()
 
 
 def critiques_similar(*, user: AbstractBaseUser, query_vector, limit: int | None = None) -> list[Critique]:
@@ -43,11 +68,17 @@ def critiques_similar(*, user: AbstractBaseUser, query_vector, limit: int | None
     return list(distinct.values())[:limit]
 
 
-def writeback_list(*, status: str | None = None) -> QuerySet[WriteBack]:
-    """Write-backs for curators, the most-asked first, then the newest, optionally of one status, with the
-    questions that asked each."""
+def writebacks_curated_by(*, user: AbstractBaseUser) -> QuerySet[WriteBack]:
+    """The write-backs of the collections `user` curates."""
+    return WriteBack.objects.filter(collection__in=collections_curated_by(user=user))
+
+
+def writeback_list(*, user: AbstractBaseUser, status: str | None = None) -> QuerySet[WriteBack]:
+    """Write-backs for a curator (of the collections they curate), the most-asked first, then the
+    newest, optionally of one status, with the questions that asked each."""
     writebacks = (
-        WriteBack.objects.select_related("collection", "document", "reviewer")
+        writebacks_curated_by(user=user)
+        .select_related("collection", "document", "reviewer")
         .prefetch_related("askings")
         .order_by("-asked", "-created_at", "-id")
     )

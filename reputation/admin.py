@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.db.models import Avg, Count, F, FloatField, Sum
 from django.db.models.functions import Cast
 
+from corpus.admin import CuratedAdmin, SuperuserOnlyAdmin
 from reputation.models import Credit, DocumentReputation, Feedback, Reputation
 from reputation.services import reputation_reset
 
@@ -22,7 +23,8 @@ class NeedsAttentionFilter(admin.SimpleListFilter):
 
 
 @admin.register(Reputation)
-class ReputationAdmin(admin.ModelAdmin):
+class ReputationAdmin(CuratedAdmin):
+    curated_through = "chunk__document__collection"
     list_display = ["chunk", "document", "short_mean", "long_mean", "alpha", "beta", "long_alpha", "long_beta",
                     "trust", "fooled", "verified", "feedback_count", "last_updated"]  # fmt: skip
     list_filter = [NeedsAttentionFilter, "chunk__document__collection"]
@@ -70,7 +72,7 @@ class ReputationAdmin(admin.ModelAdmin):
 
 
 @admin.register(DocumentReputation)
-class DocumentReputationAdmin(admin.ModelAdmin):
+class DocumentReputationAdmin(CuratedAdmin):
     list_display = ["title", "collection", "chunks_judged", "mean_short", "mean_long", "feedback"]
     list_filter = ["collection"]
     search_fields = ["title"]
@@ -114,7 +116,7 @@ class DocumentReputationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Feedback)
-class FeedbackAdmin(admin.ModelAdmin):
+class FeedbackAdmin(SuperuserOnlyAdmin):  # by answer, not by collection: who said what about which answer
     list_display = ["created_at", "user", "response_id", "thumbs", "behaviour", "verifier", "outcome", "kappa"]
     list_filter = ["behaviour", "thumbs"]
     search_fields = ["response_id", "comment"]
@@ -125,7 +127,7 @@ class FeedbackAdmin(admin.ModelAdmin):
 
 
 @admin.register(Credit)
-class CreditAdmin(admin.ModelAdmin):
+class CreditAdmin(SuperuserOnlyAdmin):
     list_display = ["created_at", "response_id", "user"]
     search_fields = ["response_id"]
     readonly_fields = ["response_id", "user", "shares", "created_at"]

@@ -17,9 +17,15 @@ class Command(BaseCommand):
         parser.add_argument("--collection", required=True, help="Collection slug; created if it does not exist.")
         parser.add_argument("--public", action="store_true", help="Make the collection readable by every user.")
         parser.add_argument("--group", action="append", default=[], help="A group that may read it (repeatable).")
+        parser.add_argument(
+            "--curators", action="append", default=[], metavar="GROUP",
+            help="A group whose curators curate it (repeatable; default for a new collection: every curator).",
+        )  # fmt: skip
 
-    def handle(self, *args, paths, collection, public, group, verbosity, **options):
-        collection_obj, created = collection_get_or_create(slug=collection, public=public, group_names=group)
+    def handle(self, *args, paths, collection, public, group, curators, verbosity, **options):
+        collection_obj, created = collection_get_or_create(
+            slug=collection, public=public, group_names=group, curator_group_names=curators
+        )
         if created and not (public or group):
             self.stdout.write(
                 f"Created collection {collection!r}: private (superusers only) until groups are added in the "
@@ -55,5 +61,11 @@ class Command(BaseCommand):
             f"{collection}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
             f"{len(failures)} failed; {report.chunks} chunks written."
         )
+        for outcome in report.outcomes:
+            if outcome.outcome == "retracted":
+                self.stdout.write(
+                    f"  retracted: {outcome.document.source} (document {outcome.document.id}) stays retracted; "
+                    "restore it to use it again"
+                )
         for failure in failures:
             self.stderr.write(f"  failed: {failure.name}: {failure.reason}")

@@ -1,0 +1,151 @@
+"""Curators per collection (issue 21): a curator curates the collections whose curator groups they
+belong to; outside them every curator surface (admin, write-back queue, answers, retraction,
+uploads, reputation) behaves as if the rows did not exist. Real admin, real API, real database."""
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from corpus.extract import ExtractedDocument
+from corpus.models import AuditEvent, Collection, Document, WriteBack
+from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
+from corpus.writebacks import writeback_propose
+from pipeline.models import Answer, Evidence
+from tests.conftest import client_for
+
+SALARY = "The salary bands for engineers are reviewed every March by the compensation committee."
+
+
+@pytest.fixture
+def hr(db):
+    """Private: read by `hr`, curated by `hr-curators` alone."""
+    collection, _ = collection_get_or_create(slug="hr", group_names=["hr"], curator_group_names=["hr-curators"])
+    documents_ingest(
+        collection=collection,
+        documents=[ExtractedDocument("Salary bands", SALARY, "hr/salary.md", "text/markdown")],
+    )
+    return collection
+
+
+@pytest.fixture
+def dana(db):
+    """A curator of hr (and, as every curator, of the collections the curators group curates)."""
+    user = User.objects.create_user("dana", password="dana-pw", is_staff=True)
+    user.groups.add(curators_group_ensure(), Group.objects.get(name="hr-curators"), Group.objects.get(name="hr"))
+    return user
+
+
+def admin_client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def hr_writeback(hr) -> WriteBack:
+    document = Document.objects.get(collection=hr)
+    chunk = document.chunks.first()
+    writeback, _ = writeback_propose(
+        response_id=__import__("uuid").uuid4(), asked_by=None, question="When are salary bands reviewed?",
+        answer="Every March [1].", collection_id=hr.id,
+        evidence=[{"n": 1, "chunk_id": chunk.id, "document_id": document.id, "title": document.title,
+                   "text": chunk.text}],
+    )  # fmt: skip
+    return writeback
+
+
+def test_a_new_collection_is_curated_by_every_curator_unless_given_its_own_curators(hr, bob, dana):
+    handbook, _ = collection_get_or_create(slug="handbook", public=True)
+    assert list(handbook.curator_groups.values_list("name", flat=True)) == ["curators"]
+    assert list(hr.curator_groups.values_list("name", flat=True)) == ["hr-curators"]
+    from corpus.selectors import collections_curated_by
+
+    assert set(collections_curated_by(user=bob).values_list("slug", flat=True)) == {"demo", "handbook"}
+    assert {"hr", "handbook"} <= set(collections_curated_by(user=dana).values_list("slug", flat=True))
+
+
+def test_a_curator_outside_a_collection_can_neither_see_nor_change_it_in_the_admin(hr, bob, dana):
+    document = Document.objects.get(collection=hr)
+    chunk = document.chunks.first()
+    outsider, insider = admin_client(bob), admin_client(dana)
+    for url in ("/admin/corpus/document/", "/admin/corpus/chunk/", "/admin/corpus/collection/",
+                "/admin/reputation/documentreputation/"):  # fmt: skip
+        assert b"Salary bands" not in outsider.get(url).content, url
+    assert b"Salary bands" in insider.get("/admin/corpus/document/").content
+    for url in (f"/admin/corpus/document/{document.id}/change/", f"/admin/corpus/chunk/{chunk.id}/change/",
+                f"/admin/corpus/collection/{hr.id}/change/"):  # fmt: skip
+        response = outsider.get(url)  # "... doesn't exist. Perhaps it was deleted?": back to the index
+        assert (response.status_code, response.url) == (302, "/admin/")
+    # The collection cannot be opened, so it cannot be made public either.
+    outsider.post(f"/admin/corpus/collection/{hr.id}/change/", {"name": "HR", "slug": "hr", "is_public": "on"})
+    hr.refresh_from_db()
+    assert not hr.is_public
+    # Even its own curator cannot move a document to another collection, nor delete it: retraction
+    # (audited, cascading) is the one way out.
+    page = insider.get(f"/admin/corpus/document/{document.id}/change/").content.decode()
+    assert 'name="collection"' not in page
+    assert insider.post(f"/admin/corpus/document/{document.id}/delete/", {"post": "yes"}).status_code == 403
+    assert Document.objects.filter(id=document.id, status=Document.Status.ACTIVE).exists()
+    # The audit trail spans every collection: superusers read it.
+    assert outsider.get("/admin/corpus/auditevent/").status_code == 403
+
+
+def test_a_curator_outside_a_collection_cannot_retract_review_upload_or_read_its_answers(hr, bob, dana):
+    document = Document.objects.get(collection=hr)
+    outsider, insider = client_for(bob), client_for(dana)
+    # Retraction: the same 404 as an id that does not exist, whatever the document's status.
+    assert outsider.post(f"/api/v1/documents/{document.id}/retract", {}, format="json").status_code == 404
+    assert outsider.post("/api/v1/documents/999999/retract", {}, format="json").status_code == 404
+    # The write-back queue.
+    writeback = hr_writeback(hr)
+    assert writeback.id not in [w["id"] for w in outsider.get("/api/v1/writebacks").json()["results"]]
+    assert writeback.id in [w["id"] for w in insider.get("/api/v1/writebacks").json()["results"]]
+    for verb in ("approve", "reject"):
+        response = outsider.post(f"/api/v1/writebacks/{writeback.id}/{verb}", {"reason": "no"}, format="json")
+        assert response.status_code == 404
+    # Uploads: only into a collection one curates.
+    upload = {"collection": "hr", "title": "Bonus", "text": "Bonuses are paid in April to every engineer."}
+    assert outsider.post("/api/v1/documents", upload, format="json").status_code == 400  # not even readable
+    hr_reader = User.objects.create_user("erin", is_staff=True)
+    hr_reader.groups.add(curators_group_ensure(), Group.objects.get(name="hr"))  # reads hr, curates it not
+    refused = client_for(hr_reader).post("/api/v1/documents", upload, format="json")
+    assert refused.status_code == 403 and "do not curate" in refused.json()["collection"][0]
+    assert insider.post("/api/v1/documents", upload, format="json").status_code == 201
+    # Answers drawn from hr: its curator reads them, another curator does not.
+    answer = Answer.objects.create(question="When are salary bands reviewed?", text="Every March [1].")
+    Evidence.objects.create(answer=answer, n=1, chunk=document.chunks.first(), text=SALARY)
+    assert outsider.get(f"/api/v1/answers/{answer.response_id}").status_code == 404
+    assert insider.get(f"/api/v1/answers/{answer.response_id}").status_code == 200
+    # Insiders can retract, and it is audited.
+    assert insider.post(f"/api/v1/documents/{document.id}/retract", {}, format="json").status_code == 200
+    assert AuditEvent.objects.filter(action="document.retract", object_id=str(document.id)).exists()
+
+
+def test_changing_who_curates_a_collection_is_audited(hr):
+    hr.curator_groups.add(Group.objects.get_or_create(name="people-ops")[0])
+    event = AuditEvent.objects.filter(action="collection.curator_groups").latest("id")
+    assert "curators added: people-ops" in event.summary
+    assert event.after == {"curator_groups": ["hr-curators", "people-ops"]}
+    assert Collection.objects.get(slug="hr").curator_groups.count() == 2
+
+
+def test_a_retraction_is_undone_by_an_audited_restore_and_not_by_ingesting_again(hr, bob, dana):
+    from corpus.services import documents_ingest as ingest_again
+
+    document = Document.objects.get(collection=hr)
+    insider = client_for(dana)
+    assert insider.post(f"/api/v1/documents/{document.id}/retract", {}, format="json").status_code == 200
+    # Its source ingested again: it stays retracted, and the report says so instead of "unchanged".
+    report = ingest_again(collection=hr, documents=[ExtractedDocument("Salary bands", SALARY + " Edited.",
+                                                                      "hr/salary.md", "text/markdown")])  # fmt: skip
+    assert (report.retracted, report.updated, report.unchanged) == (1, 0, 0)
+    assert report.outcomes[0].outcome == "retracted"
+    document.refresh_from_db()
+    assert document.status == Document.Status.RETRACTED and "Edited" not in document.chunks.first().text
+    # Restore: curators of hr only, audited; a second restore is a conflict.
+    assert client_for(bob).post(f"/api/v1/documents/{document.id}/restore", {}, format="json").status_code == 404
+    restored = insider.post(f"/api/v1/documents/{document.id}/restore", {"reason": "retracted by mistake"},
+                            format="json")  # fmt: skip
+    assert restored.status_code == 200 and restored.json() == {"id": document.id, "status": "active"}
+    event = AuditEvent.objects.filter(action="document.restore", object_id=str(document.id)).get()
+    assert event.summary == "retracted by mistake" and event.after == {"status": "active"}
+    assert insider.post(f"/api/v1/documents/{document.id}/restore", {}, format="json").status_code == 409
