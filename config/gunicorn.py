@@ -12,6 +12,7 @@ from config.serving import WEB_THREADS, WEB_WORKERS, torch_threads_per_worker
 # Set before the workers import Django: they inherit them.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("CAIRN_DB_APPLICATION_NAME", "cairn-web")
+os.environ.setdefault("CAIRN_DB_ROLE", "app")  # the application's role: it cannot erase the audit trail
 os.environ.setdefault("CAIRN_DB_POOL", "true")
 os.environ.setdefault("CAIRN_DB_POOL_SIZE", str(WEB_THREADS))
 os.environ.setdefault("CAIRN_TORCH_THREADS", str(torch_threads_per_worker()))

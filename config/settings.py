@@ -105,13 +105,29 @@ TEMPLATES = [
 CAIRN_DATA_DIR = Path(env_str("CAIRN_DATA_DIR", str(BASE_DIR / "var"))).resolve()
 _database_url = env_str("DATABASE_URL", "")
 CAIRN_EMBEDDED_DB = not _database_url
+_command = sys.argv[1] if len(sys.argv) > 1 and sys.argv[0].endswith("manage.py") else "process"
+# Roles. The application (the web server and the worker) connects as an ordinary role that owns
+# nothing: it may read and write the tables, only INSERT and SELECT the audit trail, and can neither
+# TRUNCATE it, nor lift its trigger, nor set session_replication_role. Migrations and the
+# operator's commands (ingest, calibrate_gate, ...) connect as the owner, which grants the app role
+# its rights after every migrate (config/db_roles.py). gunicorn (config/gunicorn.py), runserver and
+# qcluster are the application; CAIRN_DB_ROLE overrides.
+CAIRN_DB_APP_ROLE = env_str("CAIRN_DB_APP_ROLE", "cairn_app")
+CAIRN_DB_ROLE = env_choice(
+    "CAIRN_DB_ROLE", "app" if _command in ("runserver", "qcluster") else "owner", ("app", "owner")
+)
 if _database_url:
-    DATABASES = {"default": dj_database_url.parse(_database_url)}
+    # An external server: DATABASE_URL is the application's role; CAIRN_DB_OWNER_URL, when set,
+    # the owner's, for migrations and the operator's commands (deploy/README.md).
+    _owner_url = env_str("CAIRN_DB_OWNER_URL", "")
+    DATABASES = {
+        "default": dj_database_url.parse(_owner_url if CAIRN_DB_ROLE == "owner" and _owner_url else _database_url)
+    }
 else:
     DATABASES = {
         "default": {
             "NAME": env_str("CAIRN_DB_NAME", "cairn"),
-            "USER": "postgres",
+            "USER": "postgres" if CAIRN_DB_ROLE == "owner" else CAIRN_DB_APP_ROLE,
             "HOST": "",  # the socket directory, filled in on first connection
         }
     }
@@ -126,7 +142,6 @@ CAIRN_DB_POOL_SIZE = env_int("CAIRN_DB_POOL_SIZE", WEB_THREADS, minimum=1)
 CAIRN_DB_POOL_TIMEOUT = env_float("CAIRN_DB_POOL_TIMEOUT", 30.0, minimum=0.1)  # seconds to wait for a free one
 DATABASES["default"]["ENGINE"] = "config.postgres"
 # Who holds a connection, in pg_stat_activity: cairn-web (gunicorn), cairn-runserver, cairn-qcluster, ...
-_command = sys.argv[1] if len(sys.argv) > 1 and sys.argv[0].endswith("manage.py") else "process"
 DATABASES["default"].setdefault("OPTIONS", {})["application_name"] = env_str(
     "CAIRN_DB_APPLICATION_NAME", f"cairn-{_command}"
 )[:63]
