@@ -67,10 +67,10 @@ def test_a_curator_outside_a_collection_can_neither_see_nor_change_it_in_the_adm
     document = Document.objects.get(collection=hr)
     chunk = document.chunks.first()
     outsider, insider = admin_client(bob), admin_client(dana)
-    for url in ("/admin/corpus/document/", "/admin/corpus/chunk/", "/admin/corpus/collection/",
-                "/admin/reputation/documentreputation/"):  # fmt: skip
+    for url in ("/admin/corpus/document/?q=salary", "/admin/corpus/chunk/?q=salary",
+                "/admin/reputation/documentreputation/?q=salary"):  # fmt: skip
         assert b"Salary bands" not in outsider.get(url).content, url
-    assert b"Salary bands" in insider.get("/admin/corpus/document/").content
+    assert b"Salary bands" in insider.get("/admin/corpus/document/?q=salary").content
     for url in (f"/admin/corpus/document/{document.id}/change/", f"/admin/corpus/chunk/{chunk.id}/change/",
                 f"/admin/corpus/collection/{hr.id}/change/"):  # fmt: skip
         response = outsider.get(url)  # "... doesn't exist. Perhaps it was deleted?": back to the index
@@ -149,3 +149,81 @@ def test_a_retraction_is_undone_by_an_audited_restore_and_not_by_ingesting_again
     event = AuditEvent.objects.filter(action="document.restore", object_id=str(document.id)).get()
     assert event.summary == "retracted by mistake" and event.after == {"status": "active"}
     assert insider.post(f"/api/v1/documents/{document.id}/restore", {}, format="json").status_code == 409
+
+
+PERSONAS = ["alice", "charlie", "bob", "dana", "root"]  # finance reader, outsider, other curator, hr's, superuser
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, bob, dana):
+    """Every surface that shows or changes hr's content, tried by each persona: only hr's curator
+    (who also reads it) and the superuser get through, and they get through everywhere."""
+    from pipeline.models import Critique
+    from reputation.models import Reputation
+
+    root = User.objects.create_superuser("root", password="root-pw")
+    user = {"alice": alice, "charlie": charlie, "bob": bob, "dana": dana, "root": root}[persona]
+    document = Document.objects.get(collection=hr)
+    chunk = document.chunks.first()
+    writeback = hr_writeback(hr)
+    WriteBack.objects.filter(id=writeback.id).update(status=WriteBack.Status.PENDING_REVIEW)
+    answer = Answer.objects.create(question="When are salary bands reviewed?", text="Every March [1].")
+    Evidence.objects.create(answer=answer, n=1, chunk=chunk, text=SALARY)
+    critique = Critique.objects.create(writeback=writeback, source="curator", question=writeback.question,
+                                       text="An earlier answer to a similar question was rejected: salary bands.",
+                                       embedding=[0.1] * 384)  # fmt: skip
+    critique.collections.set([hr])
+    Reputation.objects.create(chunk=chunk)
+    marker = "alary bands"  # "Salary bands", "salary bands"
+    web, api = admin_client(user), client_for(user)
+
+    def shown(response) -> bool:
+        return response.status_code == 200 and marker in response.content.decode()
+
+    allowed = {
+        f"admin list {url}": shown(web.get(url))
+        for url in (
+            "/admin/corpus/document/?q=salary",
+            "/admin/corpus/chunk/?q=salary",
+            "/admin/corpus/writeback/?q=salary",
+            "/admin/pipeline/answer/?q=salary",
+            "/admin/pipeline/critique/?q=salary",
+            "/admin/reputation/reputation/?q=salary",
+            "/admin/reputation/documentreputation/?q=salary",
+        )
+    }
+    collections = web.get("/admin/corpus/collection/?q=hr").content.decode()
+    allowed["admin list collections"] = f"/admin/corpus/collection/{hr.id}/change/" in collections
+    allowed |= {
+        f"admin page {url}": web.get(url).status_code == 200
+        for url in (
+            f"/admin/corpus/document/{document.id}/change/",
+            f"/admin/corpus/chunk/{chunk.id}/change/",
+            f"/admin/corpus/collection/{hr.id}/change/",
+            f"/admin/corpus/writeback/{writeback.id}/change/",
+            f"/admin/pipeline/answer/{answer.id}/change/",
+            f"/admin/pipeline/critique/{critique.id}/change/",
+            f"/admin/reputation/reputation/{chunk.id}/change/",
+        )  # fmt: skip
+    }
+    query = api.post("/api/v1/query", {"question": "When are salary bands reviewed?", "mode": "fast",
+                                       "collections": ["hr"]}, format="json")  # fmt: skip
+    allowed |= {
+        "api documents": shown(api.get("/api/v1/documents?collection=hr")),
+        "api document": api.get(f"/api/v1/documents/{document.id}").status_code == 200,
+        "api chunk": api.get(f"/api/v1/chunks/{chunk.id}").status_code == 200,
+        "api answer": api.get(f"/api/v1/answers/{answer.response_id}").status_code == 200,
+        "api write-backs": shown(api.get("/api/v1/writebacks")),
+        "api query": query.status_code == 200 and any(marker in e["text"] for e in query.json()["evidence"]),
+        "api upload": api.post(
+            "/api/v1/documents",
+            {"collection": "hr", "title": "Bonus", "text": "Bonuses are paid in April."},
+            format="json",
+        ).status_code
+        == 201,  # fmt: skip
+        "api reject": api.post(f"/api/v1/writebacks/{writeback.id}/reject", {"reason": "no"}, format="json").status_code
+        == 200,  # fmt: skip
+        "api retract": api.post(f"/api/v1/documents/{document.id}/retract", {}, format="json").status_code == 200,
+    }
+    expected = persona in ("dana", "root")
+    assert {surface for surface, ok in allowed.items() if ok != expected} == set()
