@@ -167,6 +167,18 @@ def strips_of(text: str, *, min_words: int = 6) -> list[str]:
     return [strip.text for strip in strips_in_context(text, min_words=min_words)]
 
 
+ECHO_MIN_WORDS = 4  # a shorter question ("what is jazz") is too common a phrase to be an echo
+
+
+def without_echo(question: str, text: str) -> str:
+    """`text` without the spans that repeat `question` word for word (case and punctuation aside)."""
+    words = re.findall(r"\w+", question)
+    if len(words) < ECHO_MIN_WORDS:
+        return text
+    echo = re.compile(r"\b" + r"\W+".join(map(re.escape, words)) + r"\b\W?", re.IGNORECASE)
+    return echo.sub(" ", text).strip() if echo.search(text) else text
+
+
 def relevance_grade(relevance: float) -> float:
     """Relevance between the calibrated thresholds: 0 at or below the lower, 1 at or above the upper."""
     lower, upper = settings.CAIRN_RELEVANCE_LOWER, settings.CAIRN_RELEVANCE_UPPER
@@ -307,9 +319,16 @@ class Gate:
     def score_relevance(self, candidates: list[Candidate]) -> None:
         """Relevance of each new candidate, then of the strips of those that clear the lower
         threshold and hold the question's key terms (the others are never VERIFIED whatever their
-        sentences say): two batched calls."""
+        sentences say): two batched calls. A text that restates the question word for word is
+        judged on the rest of it (and embedded again without the echo): the question itself is no
+        evidence, and copying it in is how a planted document wins retrieval (PoisonedRAG)."""
         todo = [c for c in candidates if c.relevance is None]
-        scores = self.relevance([c.text for c in todo], [c.similarity for c in todo], [c.title for c in todo])
+        texts = [without_echo(self.question, c.text) for c in todo]
+        for candidate, text in zip(todo, texts, strict=True):
+            if text != candidate.text:
+                candidate.notes.append("restates the question word for word: judged on the rest")
+        similarities = [c.similarity if t == c.text else None for c, t in zip(todo, texts, strict=True)]
+        scores = self.relevance(texts, similarities, [without_echo(self.question, c.title) for c in todo])
         for candidate, score in zip(todo, scores, strict=True):
             candidate.relevance = round(score, 4)
         # Strips cost one evaluator pair each (a manual's chunk has a dozen): only those of chunks
