@@ -3,6 +3,7 @@
 The README has a table of every variable. Bad values fail at start with the variable's name.
 """
 
+import ipaddress
 import os
 import sys
 from datetime import timedelta
@@ -74,6 +75,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "accounts.sso.TrustedHeaderMiddleware",  # a trusted SSO proxy's user and groups (off by default)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -383,6 +385,20 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 # Django's authenticate() asks each backend in turn; a directory backend (LDAP, OIDC) is added by
 # naming it in CAIRN_AUTH_BACKENDS. Axes comes first so locked-out sign-ins never reach the others.
+# Single sign-on by a trusted proxy's headers (accounts/sso.py; off while the user header is empty).
+CAIRN_SSO_USER_HEADER = env_str("CAIRN_SSO_USER_HEADER", "")  # e.g. X-Forwarded-User
+CAIRN_SSO_GROUPS_HEADER = env_str("CAIRN_SSO_GROUPS_HEADER", "X-Forwarded-Groups")  # comma-separated
+CAIRN_SSO_TRUSTED_PROXIES = env_list("CAIRN_SSO_TRUSTED_PROXIES", [])  # addresses or networks of the proxy
+CAIRN_SSO_CURATORS_GROUP = env_str("CAIRN_SSO_CURATORS_GROUP", "")  # a directory group whose members curate
+if CAIRN_SSO_USER_HEADER and not CAIRN_SSO_TRUSTED_PROXIES:
+    raise ImproperlyConfigured(
+        "CAIRN_SSO_USER_HEADER is set: CAIRN_SSO_TRUSTED_PROXIES must name the proxy's addresses"
+    )
+for _proxy in CAIRN_SSO_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"CAIRN_SSO_TRUSTED_PROXIES: {_proxy!r} is not an address or network") from _exc
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     *env_list("CAIRN_AUTH_BACKENDS", ["django.contrib.auth.backends.ModelBackend"]),

@@ -1,0 +1,114 @@
+"""Sign-in by a single-sign-on proxy's trusted headers (oauth2-proxy, Authelia, Keycloak's
+gatekeeper, Apache mod_auth_mellon...): the proxy authenticates the employee against the
+directory and passes who they are (CAIRN_SSO_USER_HEADER) and their directory groups
+(CAIRN_SSO_GROUPS_HEADER, comma-separated) on every request.
+
+The headers are believed only from the proxy's own addresses (CAIRN_SSO_TRUSTED_PROXIES): from
+anywhere else a request carrying them is refused (403) and logged, never signed in. A user is
+created on first sign-in (no password: they sign in through the proxy); their groups mirror the
+directory's at every sign-in and whenever the proxy reports a change (each change audited by
+accounts.signals), so group membership, which decides what a reader may read, is kept in one
+place. Members of CAIRN_SSO_CURATORS_GROUP also become curators (staff, in the curators group).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+
+from django.conf import settings
+from django.contrib.auth import get_user_model, login, logout
+from django.contrib.auth.models import Group
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import HttpResponseBadRequest, HttpResponseForbidden
+
+from corpus.audit import audit
+
+log = logging.getLogger(__name__)
+
+BACKEND = "django.contrib.auth.backends.ModelBackend"  # the session's backend: the user exists locally
+_SESSION_GROUPS = "cairn_sso_groups"
+
+
+def _meta_key(header: str) -> str:
+    return "HTTP_" + header.upper().replace("-", "_")
+
+
+def trusted(address: str) -> bool:
+    try:
+        peer = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(peer in ipaddress.ip_network(proxy, strict=False) for proxy in settings.CAIRN_SSO_TRUSTED_PROXIES)
+
+
+def directory_groups(value: str) -> list[str]:
+    return sorted({g.strip()[:150] for g in value.split(",") if g.strip()})
+
+
+@transaction.atomic
+def user_sync(username: str, groups: list[str]):
+    """The local user for a directory identity, created if new, with groups mirroring `groups`."""
+    User = get_user_model()
+    user, created = User.objects.get_or_create(username=username)
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        audit("user.create", user, summary="first sign-in through the SSO proxy")
+    curator = bool(settings.CAIRN_SSO_CURATORS_GROUP) and settings.CAIRN_SSO_CURATORS_GROUP in groups
+    wanted = set(groups) | ({settings.CAIRN_CURATORS_GROUP} if curator else set())
+    wanted_groups = [Group.objects.get_or_create(name=name)[0] for name in sorted(wanted)]
+    current = set(user.groups.values_list("name", flat=True))
+    if current - wanted:
+        user.groups.remove(*user.groups.exclude(name__in=wanted))  # audited per change (accounts.signals)
+    if wanted - current:
+        user.groups.add(*[g for g in wanted_groups if g.name not in current])
+    if curator and settings.CAIRN_CURATORS_GROUP in wanted:
+        from corpus.services import curators_group_ensure
+
+        curators_group_ensure()  # the curators group has its admin permissions
+    if user.is_staff != curator and not user.is_superuser:
+        audit("user.staff", user, summary="curator by directory group" if curator else "no longer a curator",
+              before={"is_staff": user.is_staff}, after={"is_staff": curator})  # fmt: skip
+        user.is_staff = curator
+        user.save(update_fields=["is_staff"])
+    return user
+
+
+class TrustedHeaderMiddleware:
+    """After AuthenticationMiddleware: sign in the user the trusted proxy names (off while
+    CAIRN_SSO_USER_HEADER is empty)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        header = settings.CAIRN_SSO_USER_HEADER
+        if not header or _meta_key(header) not in request.META:
+            return self.get_response(request)
+        address = request.META.get("REMOTE_ADDR", "")
+        if not trusted(address):
+            log.warning("refused %s from %s: not a trusted SSO proxy (CAIRN_SSO_TRUSTED_PROXIES)", header, address)
+            return HttpResponseForbidden(f"{header} is accepted only from the sign-in proxy.")
+        username = request.META[_meta_key(header)].strip()
+        try:
+            if not username or len(username) > 150:
+                raise ValidationError("empty or longer than 150 characters")
+            UnicodeUsernameValidator()(username)
+        except ValidationError as exc:
+            log.warning("refused %s %r from %s: %s", header, username[:200], address, "; ".join(exc.messages))
+            return HttpResponseBadRequest(f"{header}: not a valid user name.")
+        groups = directory_groups(request.META.get(_meta_key(settings.CAIRN_SSO_GROUPS_HEADER), ""))
+        signed_in = request.user.is_authenticated and request.user.get_username() == username
+        if not signed_in or request.session.get(_SESSION_GROUPS) != groups:
+            if request.user.is_authenticated and not signed_in:
+                logout(request)  # the proxy now names someone else
+            user = user_sync(username, groups)
+            if not signed_in:
+                login(request, user, backend=BACKEND)
+                log.info("signed in %s through the SSO proxy at %s", username, address)
+            request.user = user
+            request.session[_SESSION_GROUPS] = groups
+        return self.get_response(request)
