@@ -2,15 +2,18 @@
 PYTHON ?= python3
 PY := .venv/bin/python
 ADDR ?= 127.0.0.1:8000
-STAMP := .venv/.installed-$(shell sha256sum requirements.txt | cut -c1-12)
+# LDAP sign-in's python-ldap builds against OpenLDAP's headers: installed where they are (requirements-ldap.txt).
+LDAP_HEADERS := $(wildcard /usr/include/ldap.h)
+STAMP := .venv/.installed-$(shell cat requirements.txt requirements-ldap.txt | sha256sum | cut -c1-12)$(if $(LDAP_HEADERS),-ldap)
 
 .PHONY: help venv setup run serve worker test lint bench verifiers
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-ldap.txt
 	test -x $(PY) || $(PYTHON) -m venv .venv
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(if $(LDAP_HEADERS),$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-ldap.txt)
 	rm -f .venv/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)  ## create .venv and install requirements.txt (only when it changed)

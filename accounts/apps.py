@@ -6,4 +6,4 @@ class AccountsConfig(AppConfig):
     verbose_name = "Accounts"
 
     def ready(self) -> None:
-        from accounts import signals  # noqa: F401 - registers the audit receivers
+        from accounts import directory, signals  # noqa: F401 - registers the audit and directory receivers

@@ -24,6 +24,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpResponseBadRequest, HttpResponseForbidden
 
+from accounts.directory import curator_role_set
 from corpus.audit import audit
 
 log = logging.getLogger(__name__)
@@ -57,23 +58,13 @@ def user_sync(username: str, groups: list[str]):
         user.set_unusable_password()
         user.save(update_fields=["password"])
         audit("user.create", user, summary="first sign-in through the SSO proxy")
-    curator = bool(settings.CAIRN_SSO_CURATORS_GROUP) and settings.CAIRN_SSO_CURATORS_GROUP in groups
-    wanted = set(groups) | ({settings.CAIRN_CURATORS_GROUP} if curator else set())
-    wanted_groups = [Group.objects.get_or_create(name=name)[0] for name in sorted(wanted)]
-    current = set(user.groups.values_list("name", flat=True))
+    wanted = set(groups) - {settings.CAIRN_CURATORS_GROUP}  # that one the directory's curators group decides
+    current = set(user.groups.exclude(name=settings.CAIRN_CURATORS_GROUP).values_list("name", flat=True))
     if current - wanted:
-        user.groups.remove(*user.groups.exclude(name__in=wanted))  # audited per change (accounts.signals)
+        user.groups.remove(*user.groups.filter(name__in=current - wanted))  # audited per change (accounts.signals)
     if wanted - current:
-        user.groups.add(*[g for g in wanted_groups if g.name not in current])
-    if curator and settings.CAIRN_CURATORS_GROUP in wanted:
-        from corpus.services import curators_group_ensure
-
-        curators_group_ensure()  # the curators group has its admin permissions
-    if user.is_staff != curator and not user.is_superuser:
-        audit("user.staff", user, summary="curator by directory group" if curator else "no longer a curator",
-              before={"is_staff": user.is_staff}, after={"is_staff": curator})  # fmt: skip
-        user.is_staff = curator
-        user.save(update_fields=["is_staff"])
+        user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in sorted(wanted - current)])
+    curator_role_set(user, bool(settings.CAIRN_SSO_CURATORS_GROUP) and settings.CAIRN_SSO_CURATORS_GROUP in groups)
     return user
 
 

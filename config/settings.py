@@ -403,6 +403,20 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     *env_list("CAIRN_AUTH_BACKENDS", ["django.contrib.auth.backends.ModelBackend"]),
 ]
+# LDAP / Active Directory sign-in (config/ldap.py; off while CAIRN_LDAP_URI is empty): tried before
+# local accounts, which remain for those the directory does not know (a break-glass superuser).
+CAIRN_LDAP_URI = env_str("CAIRN_LDAP_URI", "")
+if CAIRN_LDAP_URI:
+    from config.ldap import ldap_settings
+
+    globals().update(ldap_settings(
+        uri=CAIRN_LDAP_URI, bind_dn=env_str("CAIRN_LDAP_BIND_DN", ""),
+        bind_password=env_str("CAIRN_LDAP_BIND_PASSWORD", ""), user_base=env_str("CAIRN_LDAP_USER_BASE", ""),
+        user_filter=env_str("CAIRN_LDAP_USER_FILTER", "(uid=%(user)s)"), group_base=env_str("CAIRN_LDAP_GROUP_BASE", ""),
+        group_filter=env_str("CAIRN_LDAP_GROUP_FILTER", "(objectClass=groupOfNames)"),
+        curators_group=env_str("CAIRN_LDAP_CURATORS_GROUP", ""), keep_groups=(CAIRN_CURATORS_GROUP,),
+    ))  # fmt: skip
+    AUTHENTICATION_BACKENDS.insert(1, "django_auth_ldap.backend.LDAPBackend")
 # Sign-in attempt limiting (django-axes): after CAIRN_LOGIN_FAILURE_LIMIT failures for one user
 # name from one address, that pair is locked out for CAIRN_LOGIN_COOLOFF_MINUTES (audited).
 AXES_FAILURE_LIMIT = env_int("CAIRN_LOGIN_FAILURE_LIMIT", 5, minimum=1)
