@@ -15,11 +15,13 @@ or the other chunks pull it down; one below the upper threshold is never VERIFIE
 - relevance: the relevance evaluator on (question, text) stacked with the embedder's cosine
   similarity (pipeline/calibration.py; the retrieval computed it already for corpus chunks, other
   texts are embedded here), scored at query time in one batched call, then the strips (sentences)
-  of the candidates that clear the lower threshold in another (strips: the evaluator alone);
+  of the candidates that clear the lower threshold in another (strips: the evaluator alone); a
+  text that repeats the question word for word is scored without the echo;
 - consistency: corpus/consistency.py, scored once at ingestion (external passages: on arrival);
 - agreement: 1 - (share of the candidates it was compared with that contradict it). Only pairs
-  that could disagree are compared (both relevant, sharing at least two content words), so a
-  chunk about other facts neither backs nor dilutes a contradiction. Two candidates contradict
+  that could disagree are compared (both relevant, sharing at least two content words, one best
+  strip an answer by the answer judge and the other one that could be), so a chunk about other
+  facts neither backs nor dilutes a contradiction. Two candidates contradict
   when the NLI model says so in both directions for their best strips (the shipped model
   over-calls contradiction when the premise is the shorter text; requiring both directions
   removes most of that): an outlier that contradicts the majority loses; two candidates that

@@ -36,9 +36,8 @@ class EvidenceText:
     text: str  # refined: the kept strips
     title: str = ""
     origin: str = "corpus"
-    sentences: tuple[
-        str, ...
-    ] = ()  # all its strips as quoted (gate.Strip.shown), kept or not: what the extractive answer chooses from
+    # All its strips as an answer quotes them (gate.Strip.shown), kept or not: what the extractive answer chooses from.
+    sentences: tuple[str, ...] = ()
     judged: tuple[str, ...] = ()  # the same strips under their labels (gate.Strip.labelled): what the judge reads
     relevances: tuple[float, ...] = ()  # the gate's relevance of each strip (0 where not scored)
 
