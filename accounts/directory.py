@@ -1,11 +1,14 @@
 """What a directory decides about a Cairn user, whichever way they signed in (an SSO proxy's
-headers, LDAP): their groups are mirrored (audited by accounts.signals), and membership of the
-directory's curators group makes them curators."""
+headers, LDAP, OpenID Connect): their groups are mirrored (audited by accounts.signals), and
+membership of the directory's curators group makes them curators."""
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.contrib.auth.signals import user_logged_in
+from django.db import transaction
 from django.dispatch import receiver
 
 from corpus.audit import audit
@@ -38,3 +41,23 @@ def ldap_curator_role(sender, request, user, **kwargs):
     group = getattr(settings, "CAIRN_LDAP_CURATORS_GROUP", "")
     if ldap_user is not None and group:
         curator_role_set(user, group in ldap_user.group_names)
+
+
+@transaction.atomic
+def directory_user_sync(username: str, groups: list[str], *, curators_group: str, via: str):
+    """The local user for a directory identity, created at first sign-in (without a password: they
+    sign in `via` the directory), their groups mirroring `groups`, curators when `curators_group`
+    is among them."""
+    user, created = get_user_model().objects.get_or_create(username=username)
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        audit("user.create", user, summary=f"first sign-in through {via}")
+    wanted = set(groups) - {settings.CAIRN_CURATORS_GROUP}  # that one the directory's curators group decides
+    current = set(user.groups.exclude(name=settings.CAIRN_CURATORS_GROUP).values_list("name", flat=True))
+    if current - wanted:
+        user.groups.remove(*user.groups.filter(name__in=current - wanted))  # audited per change (accounts.signals)
+    if wanted - current:
+        user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in sorted(wanted - current)])
+    curator_role_set(user, bool(curators_group) and curators_group in groups)
+    return user

@@ -17,15 +17,12 @@ import ipaddress
 import logging
 
 from django.conf import settings
-from django.contrib.auth import get_user_model, login, logout
-from django.contrib.auth.models import Group
+from django.contrib.auth import login, logout
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.http import HttpResponseBadRequest, HttpResponseForbidden
 
-from accounts.directory import curator_role_set
-from corpus.audit import audit
+from accounts.directory import directory_user_sync
 
 log = logging.getLogger(__name__)
 
@@ -47,25 +44,6 @@ def trusted(address: str) -> bool:
 
 def directory_groups(value: str) -> list[str]:
     return sorted({g.strip()[:150] for g in value.split(",") if g.strip()})
-
-
-@transaction.atomic
-def user_sync(username: str, groups: list[str]):
-    """The local user for a directory identity, created if new, with groups mirroring `groups`."""
-    User = get_user_model()
-    user, created = User.objects.get_or_create(username=username)
-    if created:
-        user.set_unusable_password()
-        user.save(update_fields=["password"])
-        audit("user.create", user, summary="first sign-in through the SSO proxy")
-    wanted = set(groups) - {settings.CAIRN_CURATORS_GROUP}  # that one the directory's curators group decides
-    current = set(user.groups.exclude(name=settings.CAIRN_CURATORS_GROUP).values_list("name", flat=True))
-    if current - wanted:
-        user.groups.remove(*user.groups.filter(name__in=current - wanted))  # audited per change (accounts.signals)
-    if wanted - current:
-        user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in sorted(wanted - current)])
-    curator_role_set(user, bool(settings.CAIRN_SSO_CURATORS_GROUP) and settings.CAIRN_SSO_CURATORS_GROUP in groups)
-    return user
 
 
 class TrustedHeaderMiddleware:
@@ -96,7 +74,8 @@ class TrustedHeaderMiddleware:
         if not signed_in or request.session.get(_SESSION_GROUPS) != groups:
             if request.user.is_authenticated and not signed_in:
                 logout(request)  # the proxy now names someone else
-            user = user_sync(username, groups)
+            user = directory_user_sync(username, groups, curators_group=settings.CAIRN_SSO_CURATORS_GROUP,
+                                       via="the SSO proxy")  # fmt: skip
             if not signed_in:
                 login(request, user, backend=BACKEND)
                 log.info("signed in %s through the SSO proxy at %s", username, address)

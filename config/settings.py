@@ -403,6 +403,18 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     *env_list("CAIRN_AUTH_BACKENDS", ["django.contrib.auth.backends.ModelBackend"]),
 ]
+# OpenID Connect sign-in (accounts/oidc.py; off while the discovery URL is empty): Keycloak, Entra
+# ID, Okta, Google. The login page offers it beside the password form.
+CAIRN_OIDC_DISCOVERY_URL = env_str("CAIRN_OIDC_DISCOVERY_URL", "")  # .../.well-known/openid-configuration
+CAIRN_OIDC_CLIENT_ID = env_str("CAIRN_OIDC_CLIENT_ID", "")
+CAIRN_OIDC_CLIENT_SECRET = env_str("CAIRN_OIDC_CLIENT_SECRET", "")
+CAIRN_OIDC_SCOPES = env_str("CAIRN_OIDC_SCOPES", "openid profile email")
+CAIRN_OIDC_USERNAME_CLAIM = env_str("CAIRN_OIDC_USERNAME_CLAIM", "preferred_username")
+CAIRN_OIDC_GROUPS_CLAIM = env_str("CAIRN_OIDC_GROUPS_CLAIM", "groups")
+CAIRN_OIDC_CURATORS_GROUP = env_str("CAIRN_OIDC_CURATORS_GROUP", "")
+CAIRN_OIDC_NAME = env_str("CAIRN_OIDC_NAME", "single sign-on")  # the login page's button
+if CAIRN_OIDC_DISCOVERY_URL and not CAIRN_OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("CAIRN_OIDC_DISCOVERY_URL is set: CAIRN_OIDC_CLIENT_ID is required")
 # LDAP / Active Directory sign-in (config/ldap.py; off while CAIRN_LDAP_URI is empty): tried before
 # local accounts, which remain for those the directory does not know (a break-glass superuser).
 CAIRN_LDAP_URI = env_str("CAIRN_LDAP_URI", "")

@@ -1,0 +1,92 @@
+"""OpenID Connect sign-in (accounts/oidc.py) against a loopback provider that speaks the protocol:
+discovery, the authorization endpoint, the token endpoint with PKCE, JWKS and RS256-signed ID
+tokens (tests/oidc_provider.py). The test is the browser: it follows the redirects itself."""
+
+import logging
+import time
+
+import httpx
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client, override_settings
+from joserfc.jwk import RSAKey
+
+from accounts import oidc
+from corpus.models import AuditEvent
+from tests.oidc_provider import CLIENT_ID, CLIENT_SECRET, provider
+
+
+@pytest.fixture
+def op(db):
+    with provider() as server, override_settings(
+        CAIRN_OIDC_DISCOVERY_URL=f"{server.url}/.well-known/openid-configuration", CAIRN_OIDC_CLIENT_ID=CLIENT_ID,
+        CAIRN_OIDC_CLIENT_SECRET=CLIENT_SECRET, CAIRN_OIDC_CURATORS_GROUP="kb-editors", CAIRN_OIDC_NAME="Keycloak",
+    ):  # fmt: skip
+        oidc._metadata.clear()
+        yield server
+
+
+def sign_in(client: Client, *, tamper_state: bool = False):
+    """The browser's round trip: Cairn -> the provider's authorization endpoint -> Cairn's callback."""
+    start = client.get("/accounts/oidc/login/?next=/history")
+    assert start.status_code == 302
+    at_provider = httpx.get(start.url, follow_redirects=False)
+    assert at_provider.status_code == 302
+    callback = httpx.URL(at_provider.headers["location"])
+    query = dict(callback.params)
+    if tamper_state:
+        query["state"] = "forged"
+    return client.get(callback.path, query)
+
+
+def test_an_employee_signs_in_with_the_provider_and_gets_the_groups_claim(op, finance):
+    assert b"Sign in with Keycloak" in Client().get("/accounts/login/").content
+    client = Client()
+    response = sign_in(client)
+    assert response.status_code == 302 and response.url == "/history"
+    ines = User.objects.get(username="ines")
+    assert client.session["_auth_user_id"] == str(ines.id) and not ines.has_usable_password()
+    assert sorted(ines.groups.values_list("name", flat=True)) == ["finance", "staff"]
+    assert AuditEvent.objects.filter(action="user.create", object_id=str(ines.id)).exists()
+    # The provider moves her into the curators' group: the next sign-in makes her a curator.
+    op.user["groups"] = ["kb-editors"]
+    sign_in(Client())
+    ines.refresh_from_db()
+    assert ines.is_staff and sorted(ines.groups.values_list("name", flat=True)) == ["curators", "kb-editors"]
+    assert (
+        "removed from finance, staff"
+        in AuditEvent.objects.filter(action="user.groups", object_id=str(ines.id), summary__startswith="removed")
+        .latest("id")
+        .summary
+    )
+
+
+@pytest.mark.parametrize(
+    "issue, reason",
+    [
+        ({"exp": int(time.time()) - 60}, "not valid"),  # expired
+        ({"aud": "another-app"}, "not valid"),  # meant for someone else
+        ({"nonce": "replayed"}, "not valid"),  # from another sign-in
+        ({"iss": "https://evil.example"}, "not valid"),
+        ({"sign_with": RSAKey.generate_key(2048, parameters={"kid": "k1"}, private=True)}, "not valid"),  # forged
+    ],
+)
+def test_a_bad_id_token_is_a_clear_refusal_a_log_line_and_no_session(op, caplog, issue, reason):
+    op.issue = issue
+    client = Client()
+    with caplog.at_level(logging.WARNING, logger="accounts.oidc"):
+        response = sign_in(client)
+    assert response.status_code == 400 and reason in response.content.decode()
+    assert "OpenID Connect sign-in refused" in caplog.text
+    assert "_auth_user_id" not in client.session and not User.objects.filter(username="ines").exists()
+
+
+def test_a_state_mismatch_or_an_unreachable_provider_is_refused_without_a_500(op, caplog):
+    client = Client()
+    response = sign_in(client, tamper_state=True)
+    assert response.status_code == 400 and "state mismatch" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+    with override_settings(CAIRN_OIDC_DISCOVERY_URL="http://127.0.0.1:9/.well-known/openid-configuration"):
+        oidc._metadata.clear()
+        down = Client().get("/accounts/oidc/login/")
+    assert down.status_code == 400 and "cannot be reached" in down.content.decode()
