@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from config.exceptions import CairnError
 from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, extract_bytes
-from corpus.lineage import document_restore, document_retract
+from corpus.lineage import document_move, document_restore, document_retract
 from corpus.models import Document
 from corpus.permissions import IsCurator
 from corpus.selectors import chunks_readable_by, collections_curated_by, collections_readable_by, document_list
@@ -246,3 +246,28 @@ class DocumentRestoreApi(APIView):
         document = _curated_document(request.user, document_id)
         restored = document_restore(document, actor=request.user, reason=data.validated_data["reason"])
         return Response(RestoreOutputSerializer(restored).data)
+
+
+class MoveOutputSerializer(RestoreOutputSerializer):
+    collection = serializers.CharField()
+
+
+class DocumentMoveApi(APIView):
+    """Curators of both collections: move a document (audited; what rests on it goes back to review)."""
+
+    permission_classes = [IsCurator]
+
+    class MoveInputSerializer(serializers.Serializer):
+        collection = serializers.SlugField(help_text="The collection to move it to.")
+        reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+    @extend_schema(request=MoveInputSerializer, responses=MoveOutputSerializer)
+    def post(self, request, document_id: int):
+        data = self.MoveInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        document = _curated_document(request.user, document_id)
+        target = collections_curated_by(user=request.user).filter(slug=data.validated_data["collection"]).first()
+        if target is None:
+            raise CairnError("collection", f"you curate no collection {data.validated_data['collection']!r}")
+        moved = document_move(document, target, actor=request.user, reason=data.validated_data["reason"])
+        return Response(MoveOutputSerializer({"id": moved.id, "status": moved.status, "collection": target.slug}).data)

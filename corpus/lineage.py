@@ -21,7 +21,7 @@ from rest_framework import status
 
 from config.exceptions import CairnError
 from corpus.audit import audit
-from corpus.models import Document, WriteBack
+from corpus.models import Collection, Document, WriteBack
 
 _SETTLED = (WriteBack.Status.REJECTED, WriteBack.Status.RETRACTED)
 
@@ -102,12 +102,40 @@ def document_restore(document: Document, *, actor: AbstractBaseUser | None = Non
     return document
 
 
-def writebacks_requeue(changed: list[Document], *, actor: AbstractBaseUser | None = None) -> list[WriteBack]:
-    """`changed` documents were re-ingested with new text: what rests on them goes back to review."""
+def document_move(
+    document: Document, to: Collection, *, actor: AbstractBaseUser | None = None, reason: str = ""
+) -> Document:
+    """Move `document` to collection `to` (audited): its text is then read by `to`'s readers, not its
+    old collection's. The caller checks that `actor` curates both. What rests on it goes back to
+    review with its published documents hidden: a write-back readable by the old collection's
+    readers must not keep quoting a document they can no longer read."""
+    with transaction.atomic():
+        document = Document.objects.select_for_update().get(id=document.id)
+        before = document.collection
+        if before.id == to.id:
+            raise CairnError("collection", f"document {document.id} is already in {to.slug!r}")
+        if Document.objects.filter(collection=to, source=document.source).exists():
+            raise CairnError(
+                "collection", f"{to.slug!r} already has a document from {document.source!r}",
+                status_code=status.HTTP_409_CONFLICT,
+            )  # fmt: skip
+        Document.objects.filter(id=document.id).update(collection=to, updated_at=timezone.now())
+        audit("document.move", document, actor=actor, summary=reason or f"moved from {before.slug} to {to.slug}",
+              before={"collection": before.slug}, after={"collection": to.slug})  # fmt: skip
+        document.collection = to
+        writebacks_requeue([document], actor=actor, why=f"moved from {before.slug} to {to.slug}")
+    return document
+
+
+def writebacks_requeue(
+    changed: list[Document], *, actor: AbstractBaseUser | None = None, why: str = "changed"
+) -> list[WriteBack]:
+    """`changed` documents were re-ingested with new text (or moved): what rests on them goes back
+    to review."""
     requeued = []
     with transaction.atomic():
         for writeback, cause, derived in _lineage(changed):
-            note = f"evidence document {cause.id} ({cause.title[:80]}) changed: check the answer against it again"
+            note = f"evidence document {cause.id} ({cause.title[:80]}) {why}: check the answer against it again"
             before = writeback.status
             if before == WriteBack.Status.PUBLISHED:
                 writeback.status = WriteBack.Status.PENDING_REVIEW

@@ -7,5 +7,6 @@ urlpatterns = [
     path("documents/<int:document_id>", api.DocumentDetailApi.as_view(), name="document-detail"),
     path("documents/<int:document_id>/retract", api.DocumentRetractApi.as_view(), name="document-retract"),
     path("documents/<int:document_id>/restore", api.DocumentRestoreApi.as_view(), name="document-restore"),
+    path("documents/<int:document_id>/move", api.DocumentMoveApi.as_view(), name="document-move"),
     path("chunks/<int:chunk_id>", api.ChunkDetailApi.as_view(), name="chunk-detail"),
 ]

@@ -227,3 +227,37 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
     }
     expected = persona in ("dana", "root")
     assert {surface for surface, ok in allowed.items() if ok != expected} == set()
+
+
+def test_moving_a_document_needs_both_collections_is_audited_and_sends_what_rests_on_it_to_review(
+    hr, bob, dana, settings
+):
+    from corpus.writebacks import writeback_publish
+
+    settings.CAIRN_WRITEBACK_ALPHA_MAX = 1.0  # a one-document collection: the generated-share cap aside
+
+    document = Document.objects.get(collection=hr)
+    writeback = hr_writeback(hr)
+    WriteBack.objects.filter(id=writeback.id).update(status=WriteBack.Status.PENDING_REVIEW, text="Every March.")
+    writeback.refresh_from_db()
+    published = writeback_publish(writeback, actor=dana).document
+    handbook, _ = collection_get_or_create(slug="handbook", public=True)  # curated by every curator
+    move = {"collection": "handbook", "reason": "salary bands are public now"}
+    # bob curates handbook but not hr: the document is "not found" to him.
+    assert client_for(bob).post(f"/api/v1/documents/{document.id}/move", move, format="json").status_code == 404
+    # dana curates both.
+    response = client_for(dana).post(f"/api/v1/documents/{document.id}/move", move, format="json")
+    assert response.status_code == 200 and response.json()["collection"] == "handbook"
+    document.refresh_from_db()
+    assert document.collection == handbook
+    event = AuditEvent.objects.get(action="document.move", object_id=str(document.id))
+    assert (event.before, event.after, event.summary) == (
+        {"collection": "hr"}, {"collection": "handbook"}, "salary bands are public now",
+    )  # fmt: skip
+    writeback.refresh_from_db()
+    published.refresh_from_db()
+    assert writeback.status == WriteBack.Status.PENDING_REVIEW and "moved from hr to handbook" in writeback.review_note
+    assert published.status == Document.Status.RETRACTED  # hidden until a curator approves it again
+    # Into a collection one does not curate: refused, naming it.
+    refused = client_for(dana).post(f"/api/v1/documents/{document.id}/move", {"collection": "finance"}, format="json")
+    assert refused.status_code == 400 and "finance" in refused.json()["collection"][0]
