@@ -13,6 +13,9 @@ from django.dispatch import receiver
 
 from corpus.audit import audit
 
+# The backend a directory user's session names: the user exists locally once synced.
+SESSION_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
 
 def curator_role_set(user, curator: bool) -> None:
     """Put `user` in the curators group (and staff) or take them out, as the directory says; a

@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET
 
-from accounts.directory import directory_user_sync
+from accounts.directory import SESSION_BACKEND, directory_user_sync
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def oidc_callback(request):
     groups = sorted({str(g)[:150] for g in (groups if isinstance(groups, list) else [groups]) if str(g).strip()})
     user = directory_user_sync(username, groups, curators_group=settings.CAIRN_OIDC_CURATORS_GROUP,
                                via="OpenID Connect")  # fmt: skip
-    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    login(request, user, backend=SESSION_BACKEND)
     log.info("signed in %s through OpenID Connect", username)
     target = pending["next"]
     safe = url_has_allowed_host_and_scheme(

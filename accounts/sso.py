@@ -22,11 +22,10 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.http import HttpResponseBadRequest, HttpResponseForbidden
 
-from accounts.directory import directory_user_sync
+from accounts.directory import SESSION_BACKEND, directory_user_sync
 
 log = logging.getLogger(__name__)
 
-BACKEND = "django.contrib.auth.backends.ModelBackend"  # the session's backend: the user exists locally
 _SESSION_GROUPS = "cairn_sso_groups"
 
 
@@ -77,7 +76,7 @@ class TrustedHeaderMiddleware:
             user = directory_user_sync(username, groups, curators_group=settings.CAIRN_SSO_CURATORS_GROUP,
                                        via="the SSO proxy")  # fmt: skip
             if not signed_in:
-                login(request, user, backend=BACKEND)
+                login(request, user, backend=SESSION_BACKEND)
                 log.info("signed in %s through the SSO proxy at %s", username, address)
             request.user = user
             request.session[_SESSION_GROUPS] = groups
