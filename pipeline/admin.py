@@ -13,7 +13,7 @@ from corpus.models import WriteBack
 from corpus.writebacks import same_question_candidates
 from pipeline.models import Answer, Critique, Evidence, ExperienceLog
 from pipeline.review import writeback_approve, writeback_dismiss
-from pipeline.selectors import answers_curated_by, critiques_curated_by
+from pipeline.selectors import answers_curated_by, critiques_curated_by, writebacks_curated_by
 
 
 class EvidenceInline(admin.TabularInline):
@@ -104,6 +104,9 @@ class ReviewForm(forms.ModelForm):
 @admin.register(WriteBack)
 class WriteBackAdmin(CuratedAdmin):
     """The curators' review queue. Every decision goes through pipeline.review, as the API's do."""
+
+    def curated(self, request, queryset):
+        return queryset.filter(pk__in=writebacks_curated_by(user=request.user).values("pk"))
 
     form = ReviewForm
     list_display = ["id", "short_question", "asked", "status", "collection", "grounding", "attribution", "novelty",

@@ -69,8 +69,11 @@ def critiques_similar(*, user: AbstractBaseUser, query_vector, limit: int | None
 
 
 def writebacks_curated_by(*, user: AbstractBaseUser) -> QuerySet[WriteBack]:
-    """The write-backs of the collections `user` curates."""
-    return WriteBack.objects.filter(collection__in=collections_curated_by(user=user))
+    """The write-backs of the collections `user` curates whose evidence, which a write-back quotes,
+    lies all in collections they curate too."""
+    curated = collections_curated_by(user=user)
+    outside = Collection.objects.exclude(id__in=curated.values("id"))
+    return WriteBack.objects.filter(collection__in=curated).exclude(evidence_documents__collection__in=outside)
 
 
 def writeback_list(*, user: AbstractBaseUser, status: str | None = None) -> QuerySet[WriteBack]:

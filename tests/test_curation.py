@@ -261,3 +261,14 @@ def test_moving_a_document_needs_both_collections_is_audited_and_sends_what_rest
     # Into a collection one does not curate: refused, naming it.
     refused = client_for(dana).post(f"/api/v1/documents/{document.id}/move", {"collection": "finance"}, format="json")
     assert refused.status_code == 400 and "finance" in refused.json()["collection"][0]
+
+
+def test_a_write_back_quoting_a_private_collection_stays_with_that_collections_curators(hr, bob, dana):
+    """Published into a collection bob curates, but resting on hr's document: its evidence quotes
+    hr, so bob sees it neither in the queue nor in the admin."""
+    handbook, _ = collection_get_or_create(slug="handbook", public=True)
+    writeback = hr_writeback(hr)
+    WriteBack.objects.filter(id=writeback.id).update(collection=handbook)
+    assert writeback.id not in [w["id"] for w in client_for(bob).get("/api/v1/writebacks").json()["results"]]
+    assert admin_client(bob).get(f"/admin/corpus/writeback/{writeback.id}/change/").status_code == 302
+    assert writeback.id in [w["id"] for w in client_for(dana).get("/api/v1/writebacks").json()["results"]]
