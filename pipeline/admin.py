@@ -42,9 +42,6 @@ class EvidenceInline(admin.TabularInline):
 
 @admin.register(Answer)
 class AnswerAdmin(CuratedAdmin):
-    def curated(self, request, queryset):
-        return queryset.filter(pk__in=answers_curated_by(user=request.user).values("pk"))
-
     list_display = ["question", "mode", "action", "generator", "found", "user", "created_at"]
     list_filter = ["mode", "action", "generator", "found"]
     list_select_related = ["user"]
@@ -55,6 +52,9 @@ class AnswerAdmin(CuratedAdmin):
         "iterations", "agreement", "notes", "timings_ms", "created_at",
     ]  # fmt: skip
     inlines = [EvidenceInline]
+
+    def curated(self, request, queryset):
+        return queryset.filter(pk__in=answers_curated_by(user=request.user).values("pk"))
 
     def has_add_permission(self, request):
         return False
@@ -105,9 +105,6 @@ class ReviewForm(forms.ModelForm):
 class WriteBackAdmin(CuratedAdmin):
     """The curators' review queue. Every decision goes through pipeline.review, as the API's do."""
 
-    def curated(self, request, queryset):
-        return queryset.filter(pk__in=writebacks_curated_by(user=request.user).values("pk"))
-
     form = ReviewForm
     list_display = ["id", "short_question", "asked", "status", "collection", "grounding", "attribution", "novelty",
                     "relevance", "held", "created_at"]  # fmt: skip
@@ -128,6 +125,9 @@ class WriteBackAdmin(CuratedAdmin):
         ("Provenance", {"fields": ["collection", "document", "response_id", "reviewer", "review_note", "versions",
                                    "created_at", "validated_at", "reviewed_at", "published_at", "retracted_at"]}),
     ]  # fmt: skip
+
+    def curated(self, request, queryset):
+        return queryset.filter(pk__in=writebacks_curated_by(user=request.user).values("pk"))
 
     def has_add_permission(self, request):
         return False
@@ -247,15 +247,15 @@ class WriteBackAdmin(CuratedAdmin):
 
 @admin.register(Critique)
 class CritiqueAdmin(CuratedAdmin):
-    def curated(self, request, queryset):
-        return queryset.filter(pk__in=critiques_curated_by(user=request.user).values("pk"))
-
     list_display = ["created_at", "source", "warns", "text"]
     list_filter = ["source", "warns"]
     search_fields = ["question", "text"]
     readonly_fields = ["writeback", "source", "question", "text", "checks", "collections", "warns", "created_by",
                        "created_at"]  # fmt: skip
     exclude = ["embedding"]
+
+    def curated(self, request, queryset):
+        return queryset.filter(pk__in=critiques_curated_by(user=request.user).values("pk"))
 
     def has_add_permission(self, request):
         return False
