@@ -12,8 +12,9 @@ from urllib.parse import parse_qs, urlparse
 
 
 class LoopbackServer:
-    """Serves `handle(method, path, query, body) -> (status, payload)`; payload a dict (JSON), a
-    list of dicts (NDJSON stream) or None. Records every request in `calls`."""
+    """Serves `handle(method, path, query, body) -> (status, payload[, headers])`; payload a dict
+    (JSON), a list of dicts (NDJSON stream) or None; headers extra response headers (a redirect's
+    Location). The body is JSON, or a dict of lists for a form post. Records every request in `calls`."""
 
     def __init__(self, handle: Callable) -> None:
         self.calls: list[dict] = []
@@ -23,10 +24,12 @@ class LoopbackServer:
             def _serve(self, method: str) -> None:
                 url = urlparse(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"null") if length else None
+                raw = self.rfile.read(length) if length else b""
+                form = self.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded")
+                body = parse_qs(raw.decode()) if form else json.loads(raw or b"null") if length else None
                 outer.calls.append({"method": method, "path": url.path, "query": parse_qs(url.query), "body": body,
                                     "headers": dict(self.headers)})  # fmt: skip
-                status, payload = handle(method, url.path, parse_qs(url.query), body)
+                status, payload, *extra = handle(method, url.path, parse_qs(url.query), body)
                 if isinstance(payload, list):  # a stream: newline-delimited JSON, as Ollama streams
                     data = b"".join(json.dumps(item).encode() + b"\n" for item in payload)
                     content_type = "application/x-ndjson"
@@ -34,6 +37,8 @@ class LoopbackServer:
                     data = json.dumps(payload).encode()
                     content_type = "application/json"
                 self.send_response(status)
+                for name, value in (extra[0] if extra else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

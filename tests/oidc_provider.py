@@ -7,15 +7,14 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
-import json
 import secrets
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlencode, urlparse
+from urllib.parse import urlencode
 
 from joserfc import jwt
 from joserfc.jwk import RSAKey
+
+from tests.loopback import LoopbackServer
 
 CLIENT_ID, CLIENT_SECRET = "cairn", "cairn-secret"
 
@@ -35,66 +34,37 @@ class Provider:
         key = self.issue.get("sign_with", self.key)
         return jwt.encode({"alg": "RS256", "kid": "k1"}, claims, key)
 
-    def handle(self, method: str, path: str, query: dict, form: dict):
+    def handle(self, method: str, path: str, query: dict, form: dict | None):
         if path == "/.well-known/openid-configuration":
             return 200, {"issuer": self.url, "authorization_endpoint": f"{self.url}/authorize",
                          "token_endpoint": f"{self.url}/token", "jwks_uri": f"{self.url}/jwks",
                          "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
-                         "id_token_signing_alg_values_supported": ["RS256"]}, None  # fmt: skip
+                         "id_token_signing_alg_values_supported": ["RS256"]}  # fmt: skip
         if path == "/jwks":
-            return 200, {"keys": [self.key.as_dict(private=False)]}, None
+            return 200, {"keys": [self.key.as_dict(private=False)]}
         if path == "/authorize":  # the user has signed in at the provider: back to the client with a code
             assert query["client_id"] == [CLIENT_ID] and query["code_challenge_method"] == ["S256"]
             code = secrets.token_urlsafe(16)
             self.codes[code] = {"challenge": query["code_challenge"][0], "nonce": query["nonce"][0],
                                 "redirect_uri": query["redirect_uri"][0]}  # fmt: skip
             target = f"{query['redirect_uri'][0]}?{urlencode({'code': code, 'state': query['state'][0]})}"
-            return 302, None, target
+            return 302, None, {"Location": target}
         if path == "/token" and method == "POST":
+            form = form or {}
             grant = self.codes.pop(form.get("code", [""])[0], None)
             verifier = form.get("code_verifier", [""])[0]
             challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
             if (grant is None or challenge != grant["challenge"] or form.get("client_secret") != [CLIENT_SECRET]
                     or form.get("redirect_uri") != [grant["redirect_uri"]]):  # fmt: skip
-                return 400, {"error": "invalid_grant"}, None
-            return 200, {"access_token": "at", "token_type": "Bearer", "id_token": self.id_token(grant["nonce"])}, None
-        return 404, {"error": "not found"}, None
+                return 400, {"error": "invalid_grant"}
+            return 200, {"access_token": "at", "token_type": "Bearer", "id_token": self.id_token(grant["nonce"])}
+        return 404, {"error": "not found"}
 
 
 @contextlib.contextmanager
 def provider():
     op = Provider()
-
-    class Handler(BaseHTTPRequestHandler):
-        def _serve(self, method: str) -> None:
-            url = urlparse(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            form = parse_qs(self.rfile.read(length).decode()) if length else {}
-            status, payload, location = op.handle(method, url.path, parse_qs(url.query), form)
-            body = json.dumps(payload).encode() if payload is not None else b""
-            self.send_response(status)
-            if location:
-                self.send_header("Location", location)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_GET(self):
-            self._serve("GET")
-
-        def do_POST(self):
-            self._serve("POST")
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    op.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    server = LoopbackServer(op.handle)
+    op.url = server.url  # the issuer the ID tokens name
+    with server:
         yield op
-    finally:
-        server.shutdown()
-        server.server_close()
