@@ -198,6 +198,12 @@ def _curated_document(user, document_id: int) -> Document:
     return get_object_or_404(Document.objects.filter(collection__in=collections_curated_by(user=user)), id=document_id)
 
 
+class ReasonInputSerializer(serializers.Serializer):
+    """Why a curator retracts, restores or moves a document: it goes into the audit row."""
+
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+
 class RetractOutputSerializer(serializers.Serializer):
     documents = serializers.ListField(child=serializers.IntegerField(), help_text="Retracted, the cascade included.")
     writebacks = serializers.ListField(child=serializers.IntegerField(), help_text="Write-backs retracted with them.")
@@ -208,12 +214,9 @@ class DocumentRetractApi(APIView):
 
     permission_classes = [IsCurator]
 
-    class RetractInputSerializer(serializers.Serializer):
-        reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
-
-    @extend_schema(request=RetractInputSerializer, responses=RetractOutputSerializer)
+    @extend_schema(request=ReasonInputSerializer, responses=RetractOutputSerializer)
     def post(self, request, document_id: int):
-        data = self.RetractInputSerializer(data=request.data)
+        data = ReasonInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         document = _curated_document(request.user, document_id)
         if document.status != Document.Status.ACTIVE:
@@ -236,12 +239,9 @@ class DocumentRestoreApi(APIView):
 
     permission_classes = [IsCurator]
 
-    class RestoreInputSerializer(serializers.Serializer):
-        reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
-
-    @extend_schema(request=RestoreInputSerializer, responses=RestoreOutputSerializer)
+    @extend_schema(request=ReasonInputSerializer, responses=RestoreOutputSerializer)
     def post(self, request, document_id: int):
-        data = self.RestoreInputSerializer(data=request.data)
+        data = ReasonInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         document = _curated_document(request.user, document_id)
         restored = document_restore(document, actor=request.user, reason=data.validated_data["reason"])
@@ -257,9 +257,8 @@ class DocumentMoveApi(APIView):
 
     permission_classes = [IsCurator]
 
-    class MoveInputSerializer(serializers.Serializer):
+    class MoveInputSerializer(ReasonInputSerializer):
         collection = serializers.SlugField(help_text="The collection to move it to.")
-        reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
 
     @extend_schema(request=MoveInputSerializer, responses=MoveOutputSerializer)
     def post(self, request, document_id: int):
