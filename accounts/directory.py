@@ -46,6 +46,11 @@ def ldap_curator_role(sender, request, user, **kwargs):
         curator_role_set(user, group in ldap_user.group_names)
 
 
+def group_names(values) -> list[str]:
+    """A directory's group names as Django group names: stripped, at most 150 characters, each once."""
+    return sorted({str(v).strip()[:150] for v in values if str(v).strip()})
+
+
 @transaction.atomic
 def directory_user_sync(username: str, groups: list[str], *, curators_group: str, via: str):
     """The local user for a directory identity, created at first sign-in (without a password: they

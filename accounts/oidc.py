@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET
 
-from accounts.directory import SESSION_BACKEND, directory_user_sync
+from accounts.directory import SESSION_BACKEND, directory_user_sync, group_names
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +91,8 @@ def oidc_callback(request):
             raise SignInError(f"the ID token has no {settings.CAIRN_OIDC_USERNAME_CLAIM!r} claim")
     except SignInError as exc:
         return _refused(request, exc)
-    groups = claims.get(settings.CAIRN_OIDC_GROUPS_CLAIM) or []
-    groups = sorted({str(g)[:150] for g in (groups if isinstance(groups, list) else [groups]) if str(g).strip()})
+    claimed = claims.get(settings.CAIRN_OIDC_GROUPS_CLAIM) or []
+    groups = group_names(claimed if isinstance(claimed, list) else [claimed])
     user = directory_user_sync(username, groups, curators_group=settings.CAIRN_OIDC_CURATORS_GROUP,
                                via="OpenID Connect")  # fmt: skip
     login(request, user, backend=SESSION_BACKEND)

@@ -22,7 +22,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.http import HttpResponseBadRequest, HttpResponseForbidden
 
-from accounts.directory import SESSION_BACKEND, directory_user_sync
+from accounts.directory import SESSION_BACKEND, directory_user_sync, group_names
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +39,6 @@ def trusted(address: str) -> bool:
     except ValueError:
         return False
     return any(peer in ipaddress.ip_network(proxy, strict=False) for proxy in settings.CAIRN_SSO_TRUSTED_PROXIES)
-
-
-def directory_groups(value: str) -> list[str]:
-    return sorted({g.strip()[:150] for g in value.split(",") if g.strip()})
 
 
 class TrustedHeaderMiddleware:
@@ -68,7 +64,7 @@ class TrustedHeaderMiddleware:
         except ValidationError as exc:
             log.warning("refused %s %r from %s: %s", header, username[:200], address, "; ".join(exc.messages))
             return HttpResponseBadRequest(f"{header}: not a valid user name.")
-        groups = directory_groups(request.META.get(_meta_key(settings.CAIRN_SSO_GROUPS_HEADER), ""))
+        groups = group_names(request.META.get(_meta_key(settings.CAIRN_SSO_GROUPS_HEADER), "").split(","))
         signed_in = request.user.is_authenticated and request.user.get_username() == username
         if not signed_in or request.session.get(_SESSION_GROUPS) != groups:
             if request.user.is_authenticated and not signed_in:
