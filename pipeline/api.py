@@ -1,6 +1,10 @@
 """REST endpoints for asking questions, reading recorded answers, reviewing write-backs, and health."""
 
+import logging
+from collections.abc import Iterator
+
 from django.conf import settings
+from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -8,16 +12,22 @@ from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from config.postgres.base import installed_vector_version
+from config.sse import MEDIA_TYPE as EVENT_STREAM
+from config.sse import STREAM_HEADERS, EventStreamRenderer, sse
 from corpus.embedder import embedder_loaded
 from corpus.models import WriteBack
 from corpus.permissions import IsCurator
 from pipeline.models import Answer, Evidence
 from pipeline.review import writeback_approve, writeback_dismiss
 from pipeline.selectors import answer_get, writeback_list, writebacks_curated_by
-from pipeline.services import question_answer
+from pipeline.services import query_state
+from pipeline.stages import QueryState, pipeline_events, pipeline_run
+
+log = logging.getLogger(__name__)
 
 
 class StripSerializer(serializers.Serializer):
@@ -29,13 +39,14 @@ class StripSerializer(serializers.Serializer):
 class EvidenceSerializer(serializers.ModelSerializer):
     chunk_id = serializers.IntegerField(allow_null=True, help_text="Empty for external and inferred evidence.")
     document_id = serializers.IntegerField(source="chunk.document_id", allow_null=True, default=None)
+    collection = serializers.CharField(source="chunk.document.collection.name", allow_null=True, default=None)
     strips = StripSerializer(many=True)
     notes = serializers.ListField(child=serializers.CharField())
 
     class Meta:
         model = Evidence
         fields = [
-            "n", "origin", "chunk_id", "document_id", "title", "source", "text", "bucket", "trust", "relevance",
+            "n", "origin", "chunk_id", "document_id", "collection", "title", "source", "text", "bucket", "trust", "relevance",
             "consistency", "agreement", "strips", "notes", "cited", "vector_distance", "text_rank", "fused_score",
             "rank_score", "reputation", "reputation_weight",
         ]  # fmt: skip
@@ -69,7 +80,14 @@ class AnswerSerializer(serializers.ModelSerializer):
 
 
 class QueryApi(APIView):
+    """Ask a question. With `stream` (or `Accept: text/event-stream`) the answer comes as server-sent
+    events: `stage` as each stage finishes (what it found, its milliseconds), `text` as the answer
+    is written (Ollama's tokens, the extractive answer's sentences; `restart` voids what came before
+    when a generator fails part-way), then `answer` with the recorded response, the very body of a
+    plain request; `error` if it fails part-way."""
+
     throttle_scope = "query"  # each question costs seconds of CPU
+    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, EventStreamRenderer]
 
     class QueryInputSerializer(serializers.Serializer):
         question = serializers.CharField(max_length=2000)
@@ -79,13 +97,33 @@ class QueryApi(APIView):
         )
         mode = serializers.ChoiceField(choices=Answer.Mode.choices, default=Answer.Mode.STANDARD)
         generator = serializers.ChoiceField(choices=["extractive", "ollama"], required=False)
+        stream = serializers.BooleanField(default=False, help_text="Server-sent events (as Accept: text/event-stream).")
 
-    @extend_schema(request=QueryInputSerializer, responses=AnswerSerializer)
+    @extend_schema(request=QueryInputSerializer, responses={(200, "application/json"): AnswerSerializer})
     def post(self, request):
         data = self.QueryInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        state = question_answer(user=request.user, **data.validated_data)
-        return Response(AnswerSerializer(answer_get(user=request.user, response_id=state.record.response_id)).data)
+        stream = data.validated_data.pop("stream") or request.accepted_renderer.media_type == EVENT_STREAM
+        state = query_state(user=request.user, **data.validated_data)  # refusals are a 400 before any event
+        if stream:
+            return StreamingHttpResponse(answer_events(state), content_type=EVENT_STREAM, headers=STREAM_HEADERS)
+        pipeline_run(state)
+        return Response(recorded_answer(state))
+
+
+def recorded_answer(state: QueryState) -> dict:
+    return AnswerSerializer(answer_get(user=state.user, response_id=state.record.response_id)).data
+
+
+def answer_events(state: QueryState) -> Iterator[bytes]:
+    yield sse("stage", {"stage": "asked"})  # at once: the reader sees the question was taken
+    try:
+        for progress in pipeline_events(state):
+            yield sse(progress.kind, progress.data)
+        yield sse("answer", recorded_answer(state))
+    except Exception:  # noqa: BLE001 - the status line has gone out: the stream itself must say it failed
+        log.exception("a streamed answer failed: %r", state.question[:200])
+        yield sse("error", {"detail": "Answering failed on the server (it is logged). Please ask again."})
 
 
 class AnswerDetailApi(APIView):

@@ -15,6 +15,7 @@ Both only ever see VERIFIED evidence: the gate decides what reaches this module.
 from __future__ import annotations
 
 import re
+from collections.abc import Generator as Stream
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -61,6 +62,11 @@ class Generator(Protocol):
     def generate(
         self, question: str, evidence: list[EvidenceText], *, warnings: list[str] = (), temperature: float = 0.0
     ) -> Generation: ...
+
+    def stream(
+        self, question: str, evidence: list[EvidenceText], *, warnings: list[str] = ()
+    ) -> Stream[str, None, Generation]:
+        """generate()'s answer as it is written: text pieces, then the Generation as the return value."""
 
 
 def not_found(generator: str) -> Generation:
@@ -120,6 +126,17 @@ class ExtractiveGenerator:
             # never proposed as a corpus addition).
             return Generation(f"{NOT_STATED} {text}", cited, self.name, found=False)
         return Generation(text, cited, self.name)
+
+    def stream(self, question, evidence, *, warnings=()) -> Stream[str, None, Generation]:
+        """The answer sentence by sentence (each with its citation), then the Generation."""
+        generation = self.generate(question, evidence, warnings=warnings)
+        yield from answer_pieces(generation.text)
+        return generation
+
+
+def answer_pieces(text: str) -> list[str]:
+    """An answer cut after each citation group ("… [1] [2]"): how a finished answer is streamed."""
+    return [piece + " " for piece in re.split(r"(?<=\])\s+(?!\[)", text) if piece]
 
 
 def _judged(question: str, strips: list[_Strip]) -> list[Sentence]:
@@ -193,6 +210,28 @@ class OllamaGenerator:
             options={"temperature": temperature, "seed": 0},
         )
         return parse_answer(reply.message.content or "", {e.n for e in evidence}, self.name)
+
+    def stream(self, question, evidence, *, warnings=()) -> Stream[str, None, Generation]:
+        """The model's tokens as they arrive, then the checked Generation (parse_answer)."""
+        import ollama
+
+        written = []
+        try:
+            for part in self.client.chat(
+                model=self.model,
+                messages=[
+                    {"role": "system", "content": SYSTEM_PROMPT},
+                    {"role": "user", "content": answer_prompt(question, evidence, warnings)},
+                ],
+                options={"temperature": 0.0, "seed": 0},
+                stream=True,
+            ):
+                if piece := part.message.content:
+                    written.append(piece)
+                    yield piece
+        except (ollama.ResponseError, httpx.HTTPError, ConnectionError, OSError) as exc:
+            raise GeneratorUnavailable(f"Ollama ({self.model}) failed: {exc}") from exc
+        return parse_answer("".join(written), {e.n for e in evidence}, self.name)
 
     def complete(self, prompt: str, *, temperature: float = 0.0) -> str:
         """One plain completion (/api/generate): query rewriting and the deep loop's helpers."""

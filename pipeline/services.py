@@ -11,7 +11,12 @@ from pipeline.models import Answer
 from pipeline.stages import QueryState, pipeline_run
 
 
-def question_answer(
+def question_answer(**kwargs) -> QueryState:
+    """Answer a question (query_state's arguments): the state of the finished run."""
+    return pipeline_run(query_state(**kwargs))
+
+
+def query_state(
     *,
     user: AbstractBaseUser,
     question: str,
@@ -20,7 +25,8 @@ def question_answer(
     mode: str = Answer.Mode.STANDARD,
     generator: str | None = None,
 ) -> QueryState:
-    """Answer `question` from the chunks `user` may read, optionally within some collections.
+    """A question ready to answer from the chunks `user` may read, optionally within some collections
+    (pipeline_run or pipeline_events answers it); a CairnError when the request cannot be answered.
 
     `mode`: fast (gate + extractive), standard (gate + CAIRN_GENERATOR or the `generator` asked
     for, when CAIRN_GENERATOR_OVERRIDE allows), deep (the retroactive loop, Ollama).
@@ -39,7 +45,6 @@ def question_answer(
             # Unreadable and nonexistent look alike: a reader learns nothing about hidden collections.
             raise CairnError("collections", f"unknown collection(s): {', '.join(unknown)}")
         collection_ids = list(found.values())
-    state = QueryState(
+    return QueryState(
         user=user, question=question, top_k=top_k, mode=mode, generator=generator or "", collection_ids=collection_ids
     )
-    return pipeline_run(state)

@@ -14,7 +14,7 @@ answer as a corpus addition, in one transaction; validation runs after it commit
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +43,7 @@ from pipeline.generators import (
     Generation,
     GeneratorUnavailable,
     OllamaGenerator,
+    answer_pieces,
     get_generator,
     not_found,
 )
@@ -198,22 +199,44 @@ def recall(state: QueryState) -> None:
 
 
 def generate(state: QueryState) -> None:
+    for _ in generating(state):
+        pass
+
+
+RESTART = None  # generating() yields it when a generator failed part-way: what was streamed is void
+
+
+def generating(state: QueryState) -> Iterator[str | None]:
+    """The generate stage, yielding the answer as it is written: Ollama's tokens as they arrive,
+    the extractive answer sentence by sentence (the deep loop's when it is done)."""
     name = state.generator_name()
     if not state.verified:
         state.generation = not_found("none")  # no generator runs without verified evidence
+        yield state.generation.text
         return
+    streamed = False
     try:
         if state.mode == Answer.Mode.DEEP:
             from pipeline.retro import retroactive_loop
 
             state.generation = retroactive_loop(state, _ollama())
+            yield from answer_pieces(state.generation.text)
         else:
-            state.generation = get_generator(name).generate(
-                state.question, evidence_texts(state.verified), warnings=state.warnings
-            )
+            stream = get_generator(name).stream(state.question, evidence_texts(state.verified), warnings=state.warnings)
+            while True:
+                try:
+                    piece = next(stream)
+                except StopIteration as done:
+                    state.generation = done.value
+                    break
+                streamed = True
+                yield piece
     except GeneratorUnavailable as exc:
         state.notes.append(f"{name} unavailable, answered extractively instead: {exc}")
+        if streamed:
+            yield RESTART
         state.generation = get_generator("extractive").generate(state.question, evidence_texts(state.verified))
+        yield from answer_pieces(state.generation.text)
     state.notes += state.generation.notes
 
 
@@ -324,11 +347,46 @@ STAGES: tuple[Stage, ...] = (embed_query, retrieve, rank, verify, correct, refin
 
 def pipeline_run(state: QueryState, stages: Sequence[Stage] = STAGES) -> QueryState:
     """Run `stages` in order, timing each. The stored timings stop before `record` itself."""
+    for _ in pipeline_events(state, stages):
+        pass
+    return state
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a streamed answer tells its reader while it works: a finished stage, or answer text."""
+
+    kind: str  # "stage" or "text"
+    data: dict
+
+
+def pipeline_events(state: QueryState, stages: Sequence[Stage] = STAGES) -> Iterator[Progress]:
+    """pipeline_run, one Progress at a time: each finished stage with what it found, and the
+    answer's text as the generate stage writes it."""
     started_all = time.perf_counter()
     for stage in stages:
         if stage is record:
             state.timings_ms["total"] = round((time.perf_counter() - started_all) * 1000, 2)
         started = time.perf_counter()
-        stage(state)
+        if stage is generate:
+            for piece in generating(state):
+                yield Progress("text", {"restart": True} if piece is RESTART else {"text": piece})
+        else:
+            stage(state)
         state.timings_ms[stage.__name__] = round((time.perf_counter() - started) * 1000, 2)
-    return state
+        yield Progress(
+            "stage", {"stage": stage.__name__, "ms": state.timings_ms[stage.__name__]} | _found(state, stage)
+        )
+
+
+def _found(state: QueryState, stage: Stage) -> dict:
+    """The figures a reader watching the progress cares about, per stage."""
+    if stage is retrieve:
+        return {"passages": len(state.hits)}
+    if stage is verify:
+        return {"passages": len(state.candidates), "verified": len(state.verified)}
+    if stage is correct:
+        return {"searched": bool(state.external), "results": state.external.get("results", 0)}
+    if stage is generate:
+        return {"found": state.generation.found}
+    return {}

@@ -5,10 +5,18 @@ package, httpx) talk to them over TCP; replies are scripted per test."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
+
+
+def free_port() -> int:
+    """A port nothing listens on (a server that is down, or one about to start)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 class LoopbackServer:

@@ -1,13 +1,12 @@
 """The verified forward path end to end through the API: real retrieval, the shipped verifiers,
 django's real database; SearxNG and Ollama are loopback servers speaking their real protocols."""
 
-import socket
-
 from django.test import override_settings
 
 from pipeline.models import Answer
 from tests import loopback
 from tests.conftest import client_for
+from tests.loopback import free_port
 
 QUESTION = "who got the first nobel prize in physics"
 NONSENSE = "zorbly quantum marmalade tariffs for velociraptor shipyards"
@@ -17,12 +16,6 @@ def ask(user, **payload):
     response = client_for(user).post("/api/v1/query", {"top_k": 5, **payload}, format="json")
     assert response.status_code == 200, response.content
     return response.json()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def searx_results(query):

@@ -9,7 +9,6 @@ without touching the test database."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,8 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+
+from tests.loopback import free_port
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,12 +44,6 @@ def manage(*args, check=True, input=None, **extra) -> subprocess.CompletedProces
                             capture_output=True, text=True, timeout=300)  # fmt: skip
     assert not check or result.returncode == 0, result.stderr[-3000:]
     return result
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def request(url: str, *, token: str | None = None, body: dict | None = None, timeout=120):
