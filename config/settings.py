@@ -222,6 +222,8 @@ CAIRN_CHUNK_TOKENS = env_int("CAIRN_CHUNK_TOKENS", 200, minimum=16)
 CAIRN_CHUNK_OVERLAP_TOKENS = env_int("CAIRN_CHUNK_OVERLAP_TOKENS", 40, minimum=0)
 CAIRN_INGEST_BATCH_DOCUMENTS = env_int("CAIRN_INGEST_BATCH_DOCUMENTS", 256, minimum=1)
 CAIRN_MAX_UPLOAD_BYTES = env_int("CAIRN_MAX_UPLOAD_BYTES", 10 * 1024 * 1024, minimum=1)
+# Uploads larger than this are ingested by the worker (202 + GET /uploads/<id>), not in the request.
+CAIRN_SYNC_UPLOAD_BYTES = env_int("CAIRN_SYNC_UPLOAD_BYTES", 256 * 1024, minimum=0)
 CAIRN_RETRIEVAL_CANDIDATES = env_int("CAIRN_RETRIEVAL_CANDIDATES", 50, minimum=1)
 CAIRN_RRF_K = env_int("CAIRN_RRF_K", 60, minimum=1)
 

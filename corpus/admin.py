@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.db.models import Count
 
 from corpus.lineage import document_restore, document_retract
-from corpus.models import AuditEvent, Chunk, Collection, Document
+from corpus.models import AuditEvent, Chunk, Collection, Document, Upload
 from corpus.selectors import collections_curated_by
 
 
@@ -141,6 +141,31 @@ class AuditEventAdmin(SuperuserOnlyAdmin):
     list_filter = ["action", "object_type", "actor_name", ("created_at", admin.DateFieldListFilter)]
     search_fields = ["summary", "object_id", "actor_name"]
     date_hierarchy = "created_at"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Upload)
+class UploadAdmin(CuratedAdmin):
+    """Read-only: what was uploaded, by whom, and what became of it (the API writes these rows; the
+    audit trail has the same story). The bytes themselves are not shown."""
+
+    list_display = ["created_at", "name", "collection", "uploader", "status", "size", "finished_at"]
+    list_filter = ["status", "collection"]
+    list_select_related = ["collection", "uploader"]
+    search_fields = ["name", "sha256", "uploader__username"]
+    raw_id_fields = ["uploader", "collection"]
+    date_hierarchy = "created_at"
+    fields = ["name", "collection", "uploader", "size", "sha256", "status", "documents_done", "documents_total",
+              "counts", "error", "options", "created_at", "finished_at"]  # fmt: skip
+    readonly_fields = fields
 
     def has_add_permission(self, request):
         return False

@@ -1,7 +1,12 @@
-"""REST endpoints for documents and chunks. Views validate, call one selector or service, serialise."""
+"""REST endpoints for documents, chunks and uploads. Views validate, call one selector or service, serialise."""
+
+from functools import partial
 
 from django.conf import settings
+from django.db import transaction
+from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
@@ -10,12 +15,34 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.exceptions import CairnError
-from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, extract_bytes
+from corpus.extract import ExtractionError
 from corpus.lineage import document_move, document_restore, document_retract
-from corpus.models import Document
+from corpus.models import Collection, Document, Upload
 from corpus.permissions import IsCurator
 from corpus.selectors import chunks_readable_by, collections_curated_by, collections_readable_by, document_list
-from corpus.services import documents_ingest
+from corpus.services import upload_ingest, upload_receive
+from corpus.tasks import upload_ingest_enqueue
+
+
+class StrictStringMixin:
+    """Refuse what is not a JSON string where DRF's CharField would turn a number or a boolean into
+    one: a document whose text is `5` is a client's mistake, not a document."""
+
+    default_error_messages = {"not_a_string": "Must be a string, not {kind}."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            kind = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
+            self.fail("not_a_string", kind=kind.get(type(data), type(data).__name__))
+        return super().to_internal_value(data)
+
+
+class StrictCharField(StrictStringMixin, serializers.CharField):
+    pass
+
+
+class StrictSlugField(StrictStringMixin, serializers.SlugField):
+    pass
 
 
 class DocumentOutputSerializer(serializers.Serializer):
@@ -64,6 +91,30 @@ class IngestOutputSerializer(serializers.Serializer):
     failed = IngestFailureSerializer(many=True)
 
 
+class UploadProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField(source="documents_done", help_text="Documents ingested so far.")
+    total = serializers.IntegerField(
+        source="documents_total", allow_null=True, help_text="Documents in the upload, once extracted."
+    )
+
+
+class UploadOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    collection = serializers.CharField(source="collection.slug")
+    name = serializers.CharField(help_text="The file's name, or the title of a text.")
+    size = serializers.IntegerField()
+    sha256 = serializers.CharField()
+    uploader = serializers.CharField(source="uploader.username", allow_null=True)
+    status = serializers.ChoiceField(choices=Upload.Status.choices)
+    progress = UploadProgressSerializer(source="*")
+    counts = serializers.DictField(
+        child=serializers.IntegerField(), help_text="When done: added, updated, unchanged, retracted, failed, chunks."
+    )
+    error = serializers.CharField(help_text="When failed: why, naming the file.")
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
 class DocumentListApi(ListAPIView):
     """List the active documents the caller may read; curators may add documents."""
 
@@ -71,11 +122,11 @@ class DocumentListApi(ListAPIView):
         collection = serializers.SlugField(required=False)
 
     class DocumentInputSerializer(serializers.Serializer):
-        collection = serializers.SlugField()
-        title = serializers.CharField(max_length=500, required=False)
-        text = serializers.CharField(required=False, trim_whitespace=True)
+        collection = StrictSlugField()
+        title = StrictCharField(max_length=500, required=False)
+        text = StrictCharField(required=False, trim_whitespace=True)
         file = serializers.FileField(required=False)
-        source = serializers.CharField(
+        source = StrictCharField(
             max_length=1000, required=False, help_text="Names the document; re-posting the same source replaces it."
         )
         metadata = serializers.DictField(required=False, default=dict)
@@ -106,32 +157,48 @@ class DocumentListApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
-        request=DocumentInputSerializer, responses={200: IngestOutputSerializer, 201: IngestOutputSerializer}
+        request=DocumentInputSerializer,
+        responses={200: IngestOutputSerializer, 201: IngestOutputSerializer, 202: UploadOutputSerializer},
+        description="Up to CAIRN_SYNC_UPLOAD_BYTES the document is ingested in the request (201 when added, "
+        "200 otherwise); a larger one is queued for the worker: 202 with the upload's status, whose Location "
+        "is `GET /uploads/{id}`. A file whose bytes are not text in the format its name claims is a 400.",
     )
     def post(self, request):
         _reject_oversized(request)
         data = self.DocumentInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         payload = data.validated_data
-        collection = collections_curated_by(user=request.user).filter(slug=payload["collection"]).first()
-        if collection is None:
-            if collections_readable_by(user=request.user).filter(slug=payload["collection"]).exists():
-                raise CairnError(
-                    "collection", f"you do not curate collection {payload['collection']!r}",
-                    status_code=status.HTTP_403_FORBIDDEN,
-                )  # fmt: skip
-            raise CairnError("collection", f"unknown collection {payload['collection']!r}")
-        items = _documents_from_input(payload)
-        failures = [item for item in items if isinstance(item, ExtractionFailure)]
-        documents = [item for item in items if isinstance(item, ExtractedDocument)]
-        if not documents:
-            raise CairnError("file", "; ".join(f"{f.name}: {f.reason}" for f in failures) or "no document found")
-        report = documents_ingest(collection=collection, documents=documents)
-        report.failed[:0] = failures  # extraction failures first, in file order
+        collection = _collection_to_upload_to(request.user, payload["collection"])
+        name, content, options = _upload_from_input(payload)
+        try:
+            upload = upload_receive(
+                uploader=request.user, collection=collection, name=name, data=content, options=options
+            )
+            if upload.status == Upload.Status.QUEUED:
+                transaction.on_commit(partial(upload_ingest_enqueue, upload.id))
+                return Response(
+                    UploadOutputSerializer(upload).data,
+                    status=status.HTTP_202_ACCEPTED,
+                    headers={"Location": reverse("upload-detail", args=[upload.id])},
+                )
+            report = upload_ingest(upload=upload, data=content)
+        except ExtractionError as exc:  # the message names the file (never a server path)
+            raise CairnError("file", str(exc)) from exc
         return Response(
             IngestOutputSerializer(report).data,
             status=status.HTTP_201_CREATED if report.added else status.HTTP_200_OK,
         )
+
+
+def _collection_to_upload_to(user, slug: str) -> Collection:
+    collection = collections_curated_by(user=user).filter(slug=slug).first()
+    if collection is None:
+        if collections_readable_by(user=user).filter(slug=slug).exists():
+            raise CairnError(
+                "collection", f"you do not curate collection {slug!r}", status_code=status.HTTP_403_FORBIDDEN
+            )
+        raise CairnError("collection", f"unknown collection {slug!r}")
+    return collection
 
 
 def _reject_oversized(request) -> None:
@@ -148,18 +215,11 @@ def _reject_oversized(request) -> None:
         )
 
 
-def _documents_from_input(payload: dict) -> list[ExtractedDocument | ExtractionFailure]:
+def _upload_from_input(payload: dict) -> tuple[str, bytes, dict]:
+    """The upload's name, bytes and options (what the worker needs besides the bytes)."""
+    shared = {"source": payload.get("source", ""), "metadata": payload["metadata"], "title": payload.get("title", "")}
     if "text" in payload:
-        text = payload["text"]
-        return [
-            ExtractedDocument(
-                title=payload["title"],
-                text=text,
-                source=payload.get("source") or f"api:{payload['title']}",
-                mime_type="text/plain",
-                metadata=payload["metadata"],
-            )
-        ]
+        return payload["title"], payload["text"].encode("utf-8"), {**shared, "kind": "text"}
     upload = payload["file"]
     if upload.size > settings.CAIRN_MAX_UPLOAD_BYTES:
         raise CairnError(
@@ -167,16 +227,25 @@ def _documents_from_input(payload: dict) -> list[ExtractedDocument | ExtractionF
             f"the file is {upload.size} bytes; the limit is {settings.CAIRN_MAX_UPLOAD_BYTES}",
             status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
-    try:
-        items = extract_bytes(upload.name, upload.read(), source=payload.get("source") or f"upload:{upload.name}")
-    except ExtractionError as exc:
-        raise CairnError("file", f"{upload.name}: {exc}") from exc
-    documents = [item for item in items if isinstance(item, ExtractedDocument)]
-    for document in documents:
-        document.metadata = {**document.metadata, **payload["metadata"]}
-    if len(documents) == 1 and payload.get("title"):  # a title names one document, not a .jsonl's lines
-        documents[0].title = payload["title"]
-    return items
+    # The charset its sender declared in the part's Content-Type: what its text is decoded as
+    # (Django's multipart parser hands it over as bytes).
+    charset = upload.charset.decode("ascii", "replace") if isinstance(upload.charset, bytes) else upload.charset
+    return upload.name, upload.read(), {**shared, "kind": "file", "charset": charset or ""}
+
+
+class UploadDetailApi(APIView):
+    """An upload's status: for its uploader, the curators of its collection and superusers."""
+
+    @extend_schema(responses=UploadOutputSerializer)
+    def get(self, request, upload_id: int):
+        upload = get_object_or_404(_uploads_visible_to(request.user), id=upload_id)
+        return Response(UploadOutputSerializer(upload).data)
+
+
+def _uploads_visible_to(user) -> QuerySet[Upload]:
+    """A user's own uploads and every upload to a collection they curate; to others, "not found"."""
+    visible = Q(uploader=user) | Q(collection__in=collections_curated_by(user=user))
+    return Upload.objects.filter(visible).select_related("collection", "uploader").defer("data")
 
 
 class DocumentDetailApi(APIView):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -78,53 +79,152 @@ def source_name(path: Path) -> str:
 
 
 def extract_file(path: Path, *, source: str | None = None) -> Iterator[ExtractedDocument | ExtractionFailure]:
-    """Yield the documents in one file (several for .jsonl). Raise ExtractionError if it is unreadable."""
-    suffix = path.suffix.lower()
-    source = source or source_name(path)
+    """Yield the documents in one file (several for .jsonl). Raise ExtractionError if it is unreadable
+    or its bytes are not text in the format its name claims (content_problem)."""
+    if path.suffix.lower() not in MIME_TYPES:
+        raise ExtractionError(f"unsupported file type {path.suffix.lower()!r}")
+    yield from _extract(str(path), path.read_bytes(), source=source or source_name(path), charset=None)
+
+
+def extract_bytes(
+    name: str, data: bytes, *, source: str, charset: str | None = None
+) -> list[ExtractedDocument | ExtractionFailure]:
+    """Extract an uploaded file named `name` (what its failures are named after). `charset` is the
+    encoding its sender declared, if any. Raise ExtractionError as extract_file does."""
+    suffix = Path(name).suffix.lower()
     if suffix not in MIME_TYPES:
-        raise ExtractionError(f"unsupported file type {suffix!r}")
+        raise ExtractionError(_unsupported(suffix))
+    return list(_extract(name, data, source=source, charset=charset))
+
+
+def _extract(
+    name: str, data: bytes, *, source: str, charset: str | None
+) -> Iterator[ExtractedDocument | ExtractionFailure]:
+    suffix = Path(name).suffix.lower()
+    raw = _checked_content(suffix, data, charset=charset)
     if suffix == ".jsonl":
-        yield from _read_jsonl(path, source)
+        yield from _read_jsonl(raw, name, source)
         return
     if suffix == ".pdf":
-        title, text = _read_pdf(path)
+        title, text = _read_pdf(data)
     else:
-        raw = _read_text(path)
         title, text = _read_html(raw) if suffix in (".html", ".htm") else (_markdown_title(raw), raw)
     text = text.strip()
     if not text:
         raise ExtractionError("no extractable text")
     yield ExtractedDocument(
-        title=(title or _title_from_name(path))[:500], text=text, source=source, mime_type=MIME_TYPES[suffix]
+        title=(title or _title_from_name(Path(name)))[:500], text=text, source=source, mime_type=MIME_TYPES[suffix]
     )
 
 
-def extract_bytes(name: str, data: bytes, *, source: str) -> list[ExtractedDocument | ExtractionFailure]:
-    """Extract an uploaded file by way of a temporary copy (pypdf and the readers want a path)."""
-    import tempfile
+# --- Content checks: the bytes must be what the name claims, whatever the extension says ------
 
+# Formats we never read as text, by their first bytes (offset, magic, what it is). Formats whose
+# magic could begin a sentence ("MZ", "GIF8") are told apart by what follows or by a NUL byte.
+BINARY_SIGNATURES: list[tuple[int, bytes, str]] = [
+    (0, b"\x7fELF", "an ELF executable"),
+    (0, b"\xfe\xed\xfa\xce", "a Mach-O executable"),
+    (0, b"\xfe\xed\xfa\xcf", "a Mach-O executable"),
+    (0, b"\xce\xfa\xed\xfe", "a Mach-O executable"),
+    (0, b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
+    (0, b"\xca\xfe\xba\xbe", "a Java class file or universal Mach-O executable"),
+    (0, b"\x00asm", "a WebAssembly module"),
+    (0, b"PK\x03\x04", "a ZIP archive (also .docx, .xlsx, .odt, .jar)"),
+    (0, b"PK\x05\x06", "a ZIP archive"),
+    (0, b"\x1f\x8b", "gzip-compressed data"),
+    (0, b"\xfd7zXZ\x00", "xz-compressed data"),
+    (0, b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (0, b"\x28\xb5\x2f\xfd", "zstd-compressed data"),
+    (257, b"ustar", "a tar archive"),
+    (0, b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an OLE2 file (.doc, .xls, .msi)"),
+    (0, b"SQLite format 3\x00", "an SQLite database"),
+    (0, b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (0, b"\xff\xd8\xff", "a JPEG image"),
+    (0, b"GIF87a", "a GIF image"),
+    (0, b"GIF89a", "a GIF image"),
+    (0, b"%PDF-", "a PDF document (upload it as .pdf)"),
+]
+_MZ_HEADER_BYTES = 64  # a DOS/PE header holds NUL bytes here; text starting "MZ" does not
+
+# Text is refused when more than this share of its characters are control characters (other than
+# tab, newline, carriage return, form feed, vertical tab) or U+FFFD (text already garbled by a
+# wrong decoding). Real prose, code, logs with colour escapes stay far below it; bytes decoded
+# from noise (a declared single-byte charset accepts any byte) land near 25%.
+MAX_UNPRINTABLE_RATIO = 0.05
+_UNPRINTABLE = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ufffd]")
+
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def content_problem(name: str, data: bytes, *, charset: str | None = None) -> str | None:
+    """Why the bytes of the file `name` are not text in the format its extension claims, or None.
+    A PDF's text layer is checked when it is read (it takes parsing)."""
     suffix = Path(name).suffix.lower()
     if suffix not in MIME_TYPES:
-        raise ExtractionError(f"unsupported file type {suffix!r}; supported: {', '.join(sorted(MIME_TYPES))}")
-    fd, tmp = tempfile.mkstemp(suffix=suffix)
+        return _unsupported(suffix)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        items = list(extract_file(Path(tmp), source=source))
-    finally:
-        os.unlink(tmp)
-    for item in items:
-        if isinstance(item, ExtractedDocument) and item.title == _title_from_name(Path(tmp)):
-            item.title = _title_from_name(Path(name))
-    return items
+        _checked_content(suffix, data, charset=charset)
+    except ExtractionError as exc:
+        return str(exc)
+    return None
 
 
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
+def _unsupported(suffix: str) -> str:
+    return f"unsupported file type {suffix!r}; supported: {', '.join(sorted(MIME_TYPES))}"
+
+
+def _checked_content(suffix: str, data: bytes, *, charset: str | None) -> str:
+    """The decoded text of a text format ("" for a PDF, read by pypdf); ExtractionError if the bytes
+    are not what `suffix` claims. Every path into the corpus from a file passes here."""
+    if suffix == ".pdf":
+        if b"%PDF-" not in data[:1024]:  # the header may follow a little junk (readers accept it)
+            raise ExtractionError("not a PDF (no %PDF- header)")
+        return ""
+    if binary := _binary_signature(data):
+        raise ExtractionError(f"the content is {binary}, not text")
+    text = _decode(data, charset)
+    if "\x00" in text:
+        raise ExtractionError("the content holds NUL bytes: a binary file, not text")
+    if text and len(_UNPRINTABLE.findall(text)) > MAX_UNPRINTABLE_RATIO * len(text):
+        raise ExtractionError(
+            f"more than {MAX_UNPRINTABLE_RATIO:.0%} of its characters are control characters: binary data, not text"
+        )
+    return text
+
+
+def _binary_signature(data: bytes) -> str | None:
+    for offset, magic, what in BINARY_SIGNATURES:
+        if data[offset : offset + len(magic)] == magic:
+            return what
+    if data[:2] == b"MZ" and b"\x00" in data[:_MZ_HEADER_BYTES]:
+        return "a Windows executable (PE/MZ)"
+    return None
+
+
+def _decode(data: bytes, charset: str | None) -> str:
+    """Decode strictly: as the declared `charset`; undeclared, as UTF-8 (a BOM allowed) or as UTF-16
+    when a UTF-16 BOM says so. Never a guess: a wrong guess (cp1252) stores mojibake for good."""
+    if charset:
+        try:
+            codec = codecs.lookup(charset).name
+        except LookupError:
+            raise ExtractionError(f"unknown charset {charset!r}") from None
+        if codec == "utf-8":
+            codec = "utf-8-sig"
+        label = f"declared charset {charset!r}"
+    elif data.startswith(_UTF16_BOMS):
+        codec, label = "utf-16", "UTF-16 (by its byte order mark)"
+    else:
+        codec, label = "utf-8-sig", "UTF-8"
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return data.decode("cp1252", errors="replace")
+        return data.decode(codec)
+    except UnicodeDecodeError as exc:
+        raise ExtractionError(
+            f"not valid {label}: byte 0x{data[exc.start]:02x} at offset {exc.start}; "
+            "save it as UTF-8 or declare its charset"
+        ) from None
+    except LookupError:  # a codec that is not a text encoding ("base64", "rot13")
+        raise ExtractionError(f"charset {charset!r} is not a text encoding") from None
 
 
 def _title_from_name(path: Path) -> str:
@@ -145,16 +245,18 @@ def _read_html(raw: str) -> tuple[str, str]:
         raise ExtractionError(str(exc)) from exc
 
 
-def _read_pdf(path: Path) -> tuple[str, str]:
+def _read_pdf(data: bytes) -> tuple[str, str]:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
     try:
-        reader = PdfReader(path)
+        reader = PdfReader(io.BytesIO(data))
         pages = [page.extract_text() or "" for page in reader.pages]
         title = (reader.metadata.title if reader.metadata else None) or ""
     except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
         raise ExtractionError(f"cannot read PDF: {exc}") from exc
+    if not any(page.strip() for page in pages):
+        raise ExtractionError("the PDF has no text layer (a scan or images only?): run OCR on it first")
     return str(title).strip(), "\n\n".join(pdf_paragraphs(page) for page in pages)
 
 
@@ -198,12 +300,12 @@ def pdf_paragraphs(page: str) -> str:
     return "\n\n".join(" ".join(p) for p in paragraphs if p)
 
 
-def _read_jsonl(path: Path, source: str) -> Iterator[ExtractedDocument | ExtractionFailure]:
+def _read_jsonl(raw: str, name: str, source: str) -> Iterator[ExtractedDocument | ExtractionFailure]:
     seen: dict[str, int] = {}
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+    for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
-        where = f"{path}:{number}"
+        where = f"{name}:{number}"
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:

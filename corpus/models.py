@@ -59,6 +59,12 @@ class Document(models.Model):
         related_name="+",
         help_text="Readable only by users who can also read all of these (a write-back's evidence collections).",
     )
+    # Who wrote the current text (upload.uploader): set when an upload adds or changes the document,
+    # not when it re-sends it unchanged. Kept out of `metadata`, which is what the document says.
+    upload = models.ForeignKey(
+        "Upload", null=True, blank=True, on_delete=models.SET_NULL, related_name="documents",
+        help_text="The API upload that last wrote it (none for the CLI and write-backs).",
+    )  # fmt: skip
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -261,3 +267,51 @@ class AuditEvent(models.Model):
 
     def delete(self, *args, **kwargs):
         raise PermissionError("audit events are append-only")
+
+
+class Upload(models.Model):
+    """One document or file posted to `POST /documents`: who sent it, where, and what became of it.
+    A large one waits here, bytes and all, for the worker (corpus.tasks.upload_ingest): the row
+    reaches every host the worker may run on, where a file on the web host's disk would not."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        INGESTING = "ingesting", "Ingesting"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    uploader = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="uploads"
+    )
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="uploads")
+    name = models.CharField(max_length=500, help_text="The file's name as uploaded, or the title of a text.")
+    size = models.PositiveBigIntegerField(help_text="Bytes received.")
+    sha256 = models.CharField(max_length=64, help_text="SHA-256 of the bytes received.")
+    options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the request asked besides the bytes: title, source, metadata, charset.",
+    )
+    data = models.BinaryField(
+        null=True, blank=True, editable=False, help_text="The bytes, kept only until the upload is ingested or fails."
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    documents_done = models.PositiveIntegerField(default=0)
+    documents_total = models.PositiveIntegerField(null=True, blank=True, help_text="Known once extracted.")
+    counts = models.JSONField(
+        default=dict, blank=True, help_text="Documents added, updated, unchanged, retracted and failed."
+    )
+    error = models.TextField(blank=True, help_text="Why it failed, naming the file.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"upload {self.id}: {self.name} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)

@@ -10,15 +10,17 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
+from corpus.audit import audit
 from corpus.chunking import chunk_text
 from corpus.consistency import consistency_score
 from corpus.embedder import Embedder, get_embedder
-from corpus.extract import ExtractedDocument, ExtractionFailure
+from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, content_problem, extract_bytes
 from corpus.instructions import addresses_a_model
 from corpus.lineage import writebacks_requeue
-from corpus.models import Chunk, Collection, Document
+from corpus.models import Chunk, Collection, Document, Upload
 
 
 @dataclass(frozen=True)
@@ -91,12 +93,14 @@ def documents_ingest(
     embedder: Embedder | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     origin: str = Document.Origin.SOURCE,
+    upload: Upload | None = None,
 ) -> IngestReport:
     """Add new documents, replace changed ones, skip unchanged ones (by SHA-256 of the text).
 
     Works in batches: one embedding call and one transaction per batch, so an interrupted run
     keeps every finished batch and a re-run resumes where it stopped. `on_progress(documents,
-    chunks)` is called after each batch with the counts it handled.
+    chunks)` is called after each batch with the counts it handled. `upload` is recorded on each
+    document it adds or changes.
     """
     report = IngestReport()
     documents = map(_without_nul, documents)
@@ -112,7 +116,7 @@ def documents_ingest(
                 seen_sources.add(doc.source)
                 unique.append(doc)
         chunk_count = _ingest_batch(
-            collection=collection, batch=unique, embedder=embedder, report=report, origin=origin
+            collection=collection, batch=unique, embedder=embedder, report=report, origin=origin, upload=upload
         )
         if on_progress:
             on_progress(len(batch), chunk_count)
@@ -126,6 +130,7 @@ def _ingest_batch(
     embedder: Embedder | None,
     report: IngestReport,
     origin: str,
+    upload: Upload | None,
 ) -> int:
     hashes = {doc.source: sha256_text(doc.text) for doc in batch}
     existing = {d.source: d for d in Document.objects.filter(collection=collection, source__in=list(hashes))}
@@ -170,13 +175,13 @@ def _ingest_batch(
     for doc in todo:
         if (document := existing.get(doc.source)) is not None:
             document.title, document.sha256, document.updated_at = doc.title, hashes[doc.source], timezone.now()
-            document.mime_type, document.metadata = doc.mime_type, doc.metadata
+            document.mime_type, document.metadata, document.upload = doc.mime_type, doc.metadata, upload
             changed.append(document)
     with transaction.atomic():
         kept = _chunks_kept(
             changed, {doc.source: [p.text for p in doc_pieces] for doc, doc_pieces in zip(todo, pieces)}
         )
-        Document.objects.bulk_update(changed, ["title", "sha256", "mime_type", "metadata", "updated_at"])
+        Document.objects.bulk_update(changed, ["title", "sha256", "mime_type", "metadata", "upload", "updated_at"])
         if changed:
             writebacks_requeue(changed)
         created = Document.objects.bulk_create(
@@ -188,6 +193,7 @@ def _ingest_batch(
                 mime_type=doc.mime_type,
                 metadata=doc.metadata,
                 origin=origin,
+                upload=upload,
             )
             for doc in todo
             if doc.source not in existing
@@ -255,25 +261,151 @@ def _chunks_kept(documents: list[Document], texts: dict[str, list[str]]) -> dict
 _PARKED = 1_000_000  # above any real ordinal
 
 
+def _nul_free(value):
+    """Postgres text and jsonb cannot hold NUL characters; a stray one must not fail the write."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_nul_free(k): _nul_free(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nul_free(v) for v in value]
+    return value
+
+
 def _without_nul(document: ExtractedDocument) -> ExtractedDocument:
-    """Postgres text and jsonb cannot hold NUL characters; a stray one must not fail the batch."""
-
-    def clean(value):
-        if isinstance(value, str):
-            return value.replace("\x00", "")
-        if isinstance(value, dict):
-            return {clean(k): clean(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
-
     return ExtractedDocument(
-        title=clean(document.title),
-        text=clean(document.text),
-        source=clean(document.source),
+        title=_nul_free(document.title),
+        text=_nul_free(document.text),
+        source=_nul_free(document.source),
         mime_type=document.mime_type,
-        metadata=clean(document.metadata),
+        metadata=_nul_free(document.metadata),
     )
+
+
+# --- Uploads: every document posted to the API, who sent it and what became of it -------------
+
+
+def upload_receive(*, uploader, collection: Collection, name: str, data: bytes, options: dict) -> Upload:
+    """Record an upload and audit its receipt. Bytes that are not text in the format `name` claims
+    are refused before anything reads them: the upload is failed and ExtractionError, naming the
+    file, raised. One larger than CAIRN_SYNC_UPLOAD_BYTES keeps its bytes on the row, queued for
+    the worker; a smaller one is ingesting, in the request (upload_ingest)."""
+    problem = None if options.get("kind") == "text" else content_problem(name, data, charset=options.get("charset"))
+    for_worker = problem is None and len(data) > settings.CAIRN_SYNC_UPLOAD_BYTES
+    with transaction.atomic():
+        upload = Upload.objects.create(
+            uploader=uploader,
+            collection=collection,
+            name=_nul_free(name)[:500],
+            size=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+            options=_nul_free(options),
+            data=data if for_worker else None,
+            status=Upload.Status.QUEUED if for_worker else Upload.Status.INGESTING,
+        )
+        audit(
+            "upload.receive",
+            upload,
+            actor=uploader,
+            summary=f"{upload.name} ({len(data)} bytes) for {collection.slug}",
+            after={"status": upload.status, "sha256": upload.sha256},
+        )
+    if problem:
+        upload_fail(upload=upload, reason=f"{name}: {problem}")
+        raise ExtractionError(f"{name}: {problem}")
+    return upload
+
+
+def upload_claim(*, upload_id: int) -> Upload | None:
+    """Mark a queued upload ingesting and return it; None when it is already finished. One still
+    `ingesting` is claimed again: its worker died, and ingestion skips what it had finished."""
+    claimed = Upload.objects.filter(id=upload_id, status__in=[Upload.Status.QUEUED, Upload.Status.INGESTING]).update(
+        status=Upload.Status.INGESTING, documents_done=0
+    )
+    return Upload.objects.select_related("collection", "uploader").get(id=upload_id) if claimed == 1 else None
+
+
+def upload_ingest(*, upload: Upload, data: bytes, embedder: Embedder | None = None) -> IngestReport:
+    """Extract `data` (the upload's bytes) and ingest it into the upload's collection, keeping the
+    row's progress, then its counts and status, and audit the outcome. Raise ExtractionError, its
+    message naming the file, when nothing in it can be ingested (the upload is then failed)."""
+    try:
+        items = _upload_items(upload, data)
+        failures = [item for item in items if isinstance(item, ExtractionFailure)]
+        documents = [item for item in items if isinstance(item, ExtractedDocument)]
+        if not documents:
+            raise ExtractionError(
+                "; ".join(f"{f.name}: {f.reason}" for f in failures) or f"{upload.name}: no document found"
+            )
+        Upload.objects.filter(pk=upload.pk).update(documents_total=len(documents))
+
+        def on_progress(done: int, _chunks: int) -> None:
+            Upload.objects.filter(pk=upload.pk).update(documents_done=F("documents_done") + done)
+
+        report = documents_ingest(
+            collection=upload.collection, documents=documents, embedder=embedder, on_progress=on_progress, upload=upload
+        )
+    except ExtractionError as exc:
+        upload_fail(upload=upload, reason=str(exc))
+        raise
+    except Exception:
+        upload_fail(upload=upload, reason="ingestion stopped on an internal error (see the server log)")
+        raise
+    report.failed[:0] = failures  # extraction failures first, in file order
+    counts = {
+        "added": report.added,
+        "updated": report.updated,
+        "unchanged": report.unchanged,
+        "retracted": report.retracted,
+        "failed": len(report.failed),
+        "chunks": report.chunks,
+    }
+    with transaction.atomic():
+        _upload_finish(upload, status=Upload.Status.DONE, counts=counts)
+        summary = ", ".join(f"{n} {k}" for k, n in counts.items())
+        audit("upload.ingest", upload, actor=upload.uploader, summary=summary, after=counts)
+    return report
+
+
+def upload_fail(*, upload: Upload, reason: str) -> None:
+    """Mark an upload failed for `reason` (which names the file) and audit it."""
+    with transaction.atomic():
+        _upload_finish(upload, status=Upload.Status.FAILED, error=reason)
+        audit("upload.fail", upload, actor=upload.uploader, summary=reason[:2000])
+
+
+def _upload_finish(upload: Upload, *, status: str, counts: dict | None = None, error: str = "") -> None:
+    # The bytes go: the corpus holds the text now, and a failed file is fixed and sent again.
+    upload.status, upload.counts, upload.error, upload.data = status, counts or {}, error, None
+    upload.finished_at = timezone.now()
+    upload.save(update_fields=["status", "counts", "error", "data", "finished_at"])
+    upload.refresh_from_db(fields=["documents_done", "documents_total"])
+
+
+def _upload_items(upload: Upload, data: bytes) -> list[ExtractedDocument | ExtractionFailure]:
+    options = upload.options
+    if options.get("kind") == "text":  # JSON `title` + `text`: a string already, checked by the API
+        return [
+            ExtractedDocument(
+                title=options["title"],
+                text=data.decode("utf-8"),
+                source=options.get("source") or f"api:{options['title']}",
+                mime_type="text/plain",
+                metadata=options.get("metadata", {}),
+            )
+        ]
+    try:
+        items = extract_bytes(
+            upload.name, data, source=options.get("source") or f"upload:{upload.name}", charset=options.get("charset")
+        )
+    except ExtractionError as exc:
+        raise ExtractionError(f"{upload.name}: {exc}") from exc
+    documents = [item for item in items if isinstance(item, ExtractedDocument)]
+    for document in documents:
+        document.metadata = {**document.metadata, **options.get("metadata", {})}
+    if len(documents) == 1 and options.get("title"):  # a title names one document, not a .jsonl's lines
+        documents[0].title = options["title"]
+    return items
 
 
 def embedding_input(heading: str, text: str) -> str:

@@ -9,4 +9,5 @@ urlpatterns = [
     path("documents/<int:document_id>/restore", api.DocumentRestoreApi.as_view(), name="document-restore"),
     path("documents/<int:document_id>/move", api.DocumentMoveApi.as_view(), name="document-move"),
     path("chunks/<int:chunk_id>", api.ChunkDetailApi.as_view(), name="chunk-detail"),
+    path("uploads/<int:upload_id>", api.UploadDetailApi.as_view(), name="upload-detail"),
 ]
