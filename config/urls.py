@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 urlpatterns = [
     path("", include("pipeline.urls_pages")),
+    path("", include("corpus.urls_pages")),
     path("accounts/", include("accounts.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("corpus.urls")),

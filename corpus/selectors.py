@@ -64,6 +64,45 @@ def document_list(*, user: User, collection_slug: str | None = None) -> QuerySet
     return documents.order_by("id")
 
 
+@dataclass(frozen=True)
+class Passage:
+    """A chunk as its document page shows it: the text the chunk before it did not already show,
+    in blocks (heading, code or paragraph), anchored by the chunk's id."""
+
+    chunk_id: int
+    blocks: list[tuple[str, str]]  # (kind, text)
+
+
+def document_passages(document: Document) -> list[Passage]:
+    """The document's text, chunk by chunk, without the sentences a chunk repeats from the one
+    before it (chunking overlaps them): read in order, the passages are the document."""
+    passages, previous = [], ""
+    for chunk_id, text in document.chunks.order_by("ordinal").values_list("id", "text"):
+        passages.append(Passage(chunk_id, _blocks(text[_overlap(previous, text) :])))
+        previous = text
+    return passages
+
+
+def _overlap(previous: str, text: str) -> int:
+    """Length of the longest start of `text` that `previous` ends with."""
+    for start in range(max(0, len(previous) - len(text)), len(previous)):
+        if text.startswith(previous[start:]) and (start == 0 or not previous[start - 1].isalnum()):
+            return len(previous) - start
+    return 0
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    blocks = []
+    for block in re.split(r"\n{2,}", text.strip()):
+        if block.startswith("```"):
+            blocks.append(("code", block.strip("`").strip("\n")))
+        elif heading := re.match(r"#{1,6} (.+)", block):
+            blocks.append(("heading", heading.group(1)))
+        elif block.strip():
+            blocks.append(("text", block.strip()))
+    return blocks
+
+
 def chunks_readable_by(*, user: User) -> QuerySet[Chunk]:
     """The one gate to chunks: those of active documents in collections `user` may read."""
     return Chunk.objects.filter(document__in=documents_readable_by(user=user).values("id"))

@@ -40,13 +40,14 @@ class EvidenceSerializer(serializers.ModelSerializer):
     chunk_id = serializers.IntegerField(allow_null=True, help_text="Empty for external and inferred evidence.")
     document_id = serializers.IntegerField(source="chunk.document_id", allow_null=True, default=None)
     collection = serializers.CharField(source="chunk.document.collection.name", allow_null=True, default=None)
+    document_added = serializers.DateTimeField(source="chunk.document.created_at", allow_null=True, default=None)
     strips = StripSerializer(many=True)
     notes = serializers.ListField(child=serializers.CharField())
 
     class Meta:
         model = Evidence
         fields = [
-            "n", "origin", "chunk_id", "document_id", "collection", "title", "source", "text", "bucket", "trust", "relevance",
+            "n", "origin", "chunk_id", "document_id", "collection", "document_added", "title", "source", "text", "bucket", "trust", "relevance",
             "consistency", "agreement", "strips", "notes", "cited", "vector_distance", "text_rank", "fused_score",
             "rank_score", "reputation", "reputation_weight",
         ]  # fmt: skip

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery
 from pgvector.django import CosineDistance
 
 from corpus.models import Collection, WriteBack
 from corpus.selectors import collections_curated_by, collections_readable_by, user_is_curator
 from pipeline.models import Answer, Critique, Evidence
+from reputation.models import Feedback
 
 
 def answers_curated_by(*, user: AbstractBaseUser) -> QuerySet[Answer]:
@@ -86,3 +87,13 @@ def writeback_list(*, user: AbstractBaseUser, status: str | None = None) -> Quer
         .order_by("-asked", "-created_at", "-id")
     )
     return writebacks.filter(status=status) if status else writebacks
+
+
+def answers_asked_by(*, user: AbstractBaseUser, search: str = "") -> QuerySet[Answer]:
+    """`user`'s own questions and answers, newest first, with their latest thumbs (None: none
+    given); `search` keeps those whose question or answer contains it."""
+    thumbs = Feedback.objects.filter(user=user, response_id=OuterRef("response_id"), thumbs__isnull=False)
+    answers = Answer.objects.filter(user=user).annotate(thumbs=Subquery(thumbs.order_by("-id").values("thumbs")[:1]))
+    if search:
+        answers = answers.filter(Q(question__icontains=search) | Q(text__icontains=search))
+    return answers.order_by("-created_at")

@@ -294,7 +294,7 @@ def record(state: QueryState) -> None:
                 trust=c.trust,
                 bucket=c.bucket,
                 strips=[{"text": s.text, "relevance": s.relevance, "kept": s.kept} for s in c.strips],
-                notes=c.notes,
+                notes=c.notes + [f"disagrees with [{other}]" for other in c.contradicted_by],
                 cited=c.n in cited,
             )
             for c in state.candidates

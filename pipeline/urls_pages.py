@@ -1,7 +1,8 @@
-from django.contrib.auth.decorators import login_required
 from django.urls import path
-from django.views.generic import TemplateView
+
+from pipeline import views
 
 urlpatterns = [
-    path("", login_required(TemplateView.as_view(template_name="ask.html")), name="ask"),
+    path("", views.ask_page, name="ask"),
+    path("history", views.history_page, name="history"),
 ]

@@ -174,10 +174,10 @@ def test_an_unsupported_media_type_is_a_json_415(charlie):
 
 
 def test_an_unhandled_error_under_api_is_a_json_500_that_leaks_nothing(charlie, monkeypatch):
-    def explode(**kwargs):
+    def explode(*args, **kwargs):
         raise RuntimeError("secret socket /tmp/x")
 
-    monkeypatch.setattr("pipeline.api.question_answer", explode)
+    monkeypatch.setattr("pipeline.api.pipeline_run", explode)
     client = client_for(charlie)
     client.raise_request_exception = False
     response = client.post("/api/v1/query", {"question": QUESTION}, format="json")

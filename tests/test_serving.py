@@ -199,14 +199,34 @@ def test_check_deploy_is_clean_with_the_documented_production_settings():
 
 
 CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = ROOT / "var" / "screenshots"  # not committed (var/ is ignored)
+# Time-stamps what the ask page shows as it happens: progress lines, streamed text, the final answer.
+WATCH = """
+window.__seen = [];
+new MutationObserver(() => {
+  const progress = document.querySelector("#progress li.done");
+  const answer = document.querySelector("#answer");
+  const actions = document.querySelector("#actions");
+  if (progress && !window.__seen.some((s) => s.kind === "progress")) window.__seen.push({kind: "progress", at: performance.now()});
+  if (answer && answer.textContent && !window.__seen.some((s) => s.kind === "text")) window.__seen.push({kind: "text", at: performance.now()});
+  if (actions && !actions.hidden && !window.__seen.some((s) => s.kind === "answer")) window.__seen.push({kind: "answer", at: performance.now()});
+  for (const li of document.querySelectorAll("#progress li")) window.__seen.push({kind: "line", text: li.textContent});
+}).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+"""
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)")
-def test_a_reader_signs_in_and_asks_in_a_real_browser_with_nothing_blocked_or_fetched_elsewhere(
-    served_database, tmp_path
+def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds_it_in_history(
+    served_database, request
 ):
+    """The ask page in a real browser against the production server (gunicorn): sign in, ask, watch
+    progress and the answer stream in, open a citation's card and its document, thumbs down with a
+    reason, find it in "my questions", a phone's width without sideways scrolling, and not one
+    request outside the server's own origin on the ask page, the admin or the API docs."""
     from playwright.sync_api import sync_playwright
 
+    shots = SCREENSHOTS / request.node.name
+    shots.mkdir(parents=True, exist_ok=True)
     manage("reader", "erin", "--password-stdin", input="pebble-larch-quarry-71\n")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -225,23 +245,103 @@ def test_a_reader_signs_in_and_asks_in_a_real_browser_with_nothing_blocked_or_fe
                       "--disable-background-networking", "--disable-component-update", "--disable-sync"],
             )  # fmt: skip
             page = browser.new_page()
+            page.add_init_script(WATCH)
             page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.on("request", lambda r: None if r.url.startswith((base, "data:")) else elsewhere.append(r.url))
+            step = iter(range(1, 100))
+
+            def shot(name: str) -> None:
+                page.screenshot(path=str(shots / f"{next(step):02d}-{name}.png"), full_page=True)
 
             page.goto(f"{base}/")
             assert page.url.startswith(f"{base}/accounts/login/")
             page.fill("#id_username", "erin")
             page.fill("#id_password", "pebble-larch-quarry-71")
+            shot("sign-in")
             page.click("button[type=submit]")
             page.wait_for_url(f"{base}/")
+
+            # Ask: the button is disabled at once, progress shows, then the answer streams in.
             page.fill("#question", "when does the cafeteria open")
             page.select_option("#mode", "fast")
-            page.click("#ask button[type=submit]")
-            page.wait_for_selector("#result:not([hidden])", timeout=60_000)
+            page.click("#ask-button")
+            assert page.is_disabled("#ask-button")
+            page.wait_for_selector("#actions:not([hidden])", timeout=60_000)
+            shot("answered")
+            seen = page.evaluate("window.__seen")
+            at = {s["kind"]: s["at"] for s in reversed(seen) if "at" in s}
+            lines = {s["text"] for s in seen if s["kind"] == "line"}
+            assert {"Question received", "Checked 3 passages: 1 verified"} <= lines, lines
+            # Streamed, not buffered by the server: progress came well before the finished answer.
+            assert at["progress"] < at["text"] <= at["answer"] and at["answer"] - at["progress"] > 30, at
+            assert not page.is_disabled("#ask-button")
             assert "8 am" in page.inner_text("#answer")
-            page.screenshot(path=str(tmp_path / "ask.png"), full_page=True)
+            assert page.inner_text("#headline") == "Answered from 1 verified source"
+            assert page.is_hidden("#details-list")  # the machinery is behind "Details"
+            assert "CORRECT" not in page.inner_text("#result")
 
+            # A citation opens its source card, the cited sentence marked; the card opens the document.
+            page.click("#answer a.cite")
+            assert page.url.endswith("#source-1")
+            card = page.locator("#sources li:target")
+            assert "8 am" in card.locator("mark").inner_text() and "Handbook" in card.inner_text()
+            shot("source-card")
+            card.locator(".card-title a").click()
+            page.wait_for_url(f"{base}/documents/*")
+            assert page.inner_text("article h2") == "Cafeteria"
+            assert "8 am" in page.inner_text("section.passage:target")
+            document_path = page.evaluate("document.location.pathname")
+            shot("document")
+            page.go_back()
+            page.wait_for_selector("#actions:not([hidden])")
+
+            # Thumbs down with a reason.
+            page.click("#actions button[data-thumbs='0']")
+            page.wait_for_selector("#reason:not([hidden])")
+            page.fill("#reason-text", "the weekend hours are missing")
+            page.click("#reason button[type=submit]")
+            page.locator("#feedback-state", has_text="reason").wait_for()
+            shot("feedback")
+
+            # My questions: there, searchable, re-openable.
+            page.click("nav >> text=my questions")
+            page.wait_for_url(f"{base}/history")
+            assert "when does the cafeteria open" in page.inner_text("ol.history")
+            assert "you found it not useful" in page.inner_text("ol.history")
+            page.fill("#q", "zebra")
+            page.click("form.search button")
+            assert "None of your questions" in page.inner_text("ol.history")
+            page.fill("#q", "cafeteria")
+            page.click("form.search button")
+            shot("history")
+            page.click("ol.history a")
+            page.wait_for_selector("#actions:not([hidden])")
+            assert "8 am" in page.inner_text("#answer")
+
+            # A bad question: its error at the top, in place of the answer.
+            page.fill("#question", "   ")
+            page.click("#ask-button")
+            page.wait_for_selector("#error:not([hidden])")
+            assert "question" in page.inner_text("#error") and page.is_hidden("#result")
+            shot("error")
+
+            # A phone: nothing wider than the screen, on every page.
+            page.set_viewport_size({"width": 390, "height": 844})
+            for path in ("/", "/history", document_path):
+                page.goto(f"{base}{path}")
+                if path == "/":
+                    page.fill("#question", "when does the cafeteria open")
+                    page.click("#ask-button")
+                    page.wait_for_selector("#actions:not([hidden])", timeout=60_000)
+                    page.click("#details summary")
+                overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+                assert overflow <= 0, (path, overflow)
+                shot(f"phone-{path.strip('/') or 'ask'}")
+
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.goto(f"{base}/admin/")
+            page.wait_for_load_state("networkidle")
             page.goto(f"{base}/api/docs/")
             page.wait_for_selector(".swagger-ui .info .title", timeout=30_000)
             assert "Cairn API" in page.inner_text(".swagger-ui .info .title")

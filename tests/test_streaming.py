@@ -6,6 +6,7 @@ import json
 import pytest
 from django.test import override_settings
 
+from pipeline.stages import Progress
 from tests import loopback
 from tests.conftest import client_for
 from tests.loopback import free_port
@@ -100,3 +101,14 @@ def test_not_found_streams_the_not_found_answer(charlie):
     events = streamed(charlie, question="the of and", mode="fast")
     assert events[-1][0] == "answer" and events[-1][1]["found"] is False
     assert any(kind == "text" and data["text"].startswith("Not found") for kind, data in events)
+
+
+def test_a_failure_part_way_is_an_error_event_that_leaks_nothing(charlie, monkeypatch):
+    def explode(state):
+        yield Progress("stage", {"stage": "embed_query", "ms": 1.0})
+        raise RuntimeError("secret socket /tmp/x")
+
+    monkeypatch.setattr("pipeline.api.pipeline_events", explode)
+    events = streamed(charlie, question=QUESTION, mode="fast")
+    assert [kind for kind, _ in events] == ["stage", "stage", "error"]
+    assert "secret" not in json.dumps(events) and "ask again" in events[-1][1]["detail"]

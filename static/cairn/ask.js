@@ -1,63 +1,274 @@
-// The ask page: asks through the query API and gives feedback through the feedback API.
-const form = document.getElementById("ask");
-form.addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const error = document.getElementById("error");
-  error.hidden = true;
-  const response = await fetch("/api/v1/query", {
-    method: "POST",
-    headers: {"Content-Type": "application/json", "X-CSRFToken": form.csrfmiddlewaretoken.value},
-    body: JSON.stringify({question: document.getElementById("question").value, mode: document.getElementById("mode").value}),
-  });
-  const body = await response.json();
-  if (!response.ok) {
-    error.textContent = Object.entries(body).map(([k, v]) => `${k}: ${v}`).join("; ");
-    error.hidden = false;
-    return;
+// The ask page: asks through the query API as a stream of server-sent events (progress, then the
+// answer as it is written, then the recorded answer), re-opens a recorded answer (?answer=ID), and
+// gives feedback through the feedback API. No framework, no external assets.
+const $ = (id) => document.getElementById(id);
+const form = $("ask");
+const csrf = () => form.csrfmiddlewaretoken.value;
+let current = null; // the recorded answer on show
+
+function el(tag, props = {}, ...children) {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children.filter((c) => c !== null && c !== undefined));
+  return node;
+}
+
+function showError(message) {
+  $("error").textContent = message;
+  $("error").hidden = false;
+  $("result").hidden = true; // the error replaces the answer, at the top, not under a stale one
+}
+
+function errorText(body) {
+  if (!body || typeof body !== "object") return "Something went wrong. Please try again.";
+  return Object.entries(body).map(([field, v]) => (field === "detail" ? `${v}` : `${field}: ${[].concat(v).join(" ")}`)).join("; ");
+}
+
+// Progress: one line per finished stage a reader cares about; the last line says what runs now.
+const STEPS = {
+  asked: () => "Question received",
+  retrieve: (d) => `Searched your documents: ${d.passages} passage${d.passages === 1 ? "" : "s"} found`,
+  verify: (d) => `Checked ${d.passages} passage${d.passages === 1 ? "" : "s"}: ${d.verified} verified`,
+  correct: (d) => (d.searched ? `Searched the web: ${d.results} result${d.results === 1 ? "" : "s"}` : null),
+};
+const NEXT = {asked: "Searching your documents…", retrieve: "Checking the passages…", verify: "Writing the answer…", correct: "Writing the answer…"};
+
+function progressStep(data) {
+  const list = $("progress");
+  const text = STEPS[data.stage] && STEPS[data.stage](data);
+  if (!text && !NEXT[data.stage]) return;
+  list.querySelector(".working")?.remove();
+  if (text) list.append(el("li", {className: "done", textContent: text}));
+  if (NEXT[data.stage]) list.append(el("li", {className: "working", textContent: NEXT[data.stage]}));
+  list.hidden = false;
+}
+
+// Stream parsing: blank-line separated events of `event:` and one `data:` line (config/sse.py).
+async function* events(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const {value, done} = await reader.read();
+    buffer += decoder.decode(value || new Uint8Array(), {stream: !done});
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const fields = Object.fromEntries(block.split("\n").map((line) => [line.slice(0, line.indexOf(": ")), line.slice(line.indexOf(": ") + 2)]));
+      if (fields.event) yield [fields.event, JSON.parse(fields.data)];
+    }
+    if (done) return;
   }
-  document.getElementById("answer").textContent = body.answer;
-  const action = document.getElementById("action");
-  action.className = `badge ${body.action}`;
-  action.textContent = `${body.action} · ${body.generator}` + (body.iterations === null ? "" : ` · ${body.iterations} iterations`);
-  const external = body.external.provider ? [`searched ${body.external.provider} for "${body.external.query}": ${body.external.results} results`] : [];
-  document.getElementById("notes").textContent = [...external, ...body.notes].join(" · ");
-  document.getElementById("warnings").textContent =
-    body.warnings.length ? `Warnings from past reviews: ${body.warnings.join(" · ")}` : "";
-  form.dataset.responseId = body.response_id;
-  document.getElementById("feedback-state").textContent = "";
-  document.getElementById("timings").textContent =
-    Object.entries(body.timings_ms).map(([k, v]) => `${k} ${v} ms`).join(" · ") + ` · response ${body.response_id}`;
-  const list = document.getElementById("evidence");
-  list.replaceChildren(...body.evidence.map((item) => {
-    const li = document.createElement("li");
-    if (item.cited) li.className = "cited";
-    const badge = (text, cls) => Object.assign(document.createElement("span"), {className: `badge ${cls}`, textContent: text});
-    const title = document.createElement("strong");
-    title.textContent = item.title;
-    const meta = document.createElement("div");
-    meta.className = "meta";
-    const fmt = (v) => (v === null ? "–" : v.toFixed(2));
-    meta.textContent = `${item.source} · trust ${fmt(item.trust)} = relevance ${fmt(item.relevance)}, ` +
-      `consistency ${fmt(item.consistency)}, agreement ${fmt(item.agreement)}` +
-      (item.notes.length ? ` · ${item.notes.join("; ")}` : "");
-    const text = document.createElement("div");
-    text.append(...item.strips.map((strip) =>
-      Object.assign(document.createElement("span"), {className: strip.kept ? "" : "dropped", textContent: strip.text + " "})));
-    li.append(badge(item.bucket, item.bucket));
-    if (item.origin !== "corpus") li.append(badge(item.origin, item.origin));
-    li.append(title, meta, text);
-    return li;
-  }));
-  document.getElementById("result").hidden = false;
-});
-// Feedback binds to the answer by its response id; a second click replaces the first.
-document.querySelectorAll("#feedback button").forEach((button) => button.addEventListener("click", async () => {
+}
+
+async function ask(question, mode) {
+  const button = $("ask-button");
+  button.disabled = true;
+  form.setAttribute("aria-busy", "true");
+  $("error").hidden = true;
+  $("result").hidden = true;
+  $("progress").replaceChildren(el("li", {className: "working", textContent: "Asking…"}));
+  $("progress").hidden = false;
+  let streamed = "";
+  try {
+    const response = await fetch("/api/v1/query", {
+      method: "POST",
+      headers: {"Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf()},
+      body: JSON.stringify({question, mode, stream: true}),
+    });
+    if (!response.ok) {
+      showError(errorText(await response.json().catch(() => null)));
+      return;
+    }
+    for await (const [kind, data] of events(response)) {
+      if (kind === "stage") progressStep(data);
+      else if (kind === "text") {
+        streamed = data.restart ? "" : streamed + data.text;
+        showStreaming(streamed);
+      } else if (kind === "answer") {
+        render(data);
+        history.replaceState(null, "", `?answer=${data.response_id}`);
+      } else if (kind === "error") showError(errorText(data));
+    }
+  } catch (error) {
+    showError(`The answer could not be fetched (${error.message}). Please try again.`);
+  } finally {
+    button.disabled = false;
+    form.removeAttribute("aria-busy");
+    $("progress").querySelector(".working")?.remove();
+    if (!$("result").hidden || !$("error").hidden) $("progress").hidden = true;
+  }
+}
+
+function showStreaming(text) {
+  $("headline").textContent = "Writing the answer…";
+  $("answer").textContent = text;
+  for (const id of ["actions", "reason", "disagreement"]) $(id).hidden = true;
+  $("warnings").replaceChildren();
+  $("sources").replaceChildren();
+  $("sources-heading").hidden = true;
+  $("set-aside").hidden = true;
+  $("details").hidden = true;
+  $("result").hidden = false;
+}
+
+const NOT_STATED = "No passage states the answer";
+
+function headline(body, disagreeing) {
+  if (!body.found) return body.answer.startsWith(NOT_STATED) ? NOT_STATED : "Not in the knowledge base";
+  if (disagreeing.length) return "Sources disagree";
+  const sources = new Set(body.citations.map((c) => c.n)).size;
+  const external = body.citations.some((c) => c.origin === "external");
+  return `Answered from ${sources} verified source${sources === 1 ? "" : "s"}` + (external ? ", some from the web" : "");
+}
+
+// Citations [n] become links to their source card.
+function linked(text) {
+  const parts = text.split(/(\[\d+\])/);
+  return parts.map((part) => {
+    const n = /^\[(\d+)\]$/.exec(part)?.[1];
+    return n ? el("a", {href: `#source-${n}`, className: "cite", textContent: part}) : document.createTextNode(part);
+  });
+}
+
+// A passage with the sentences the answer drew on marked.
+function highlighted(text, strips) {
+  const spans = [];
+  for (const strip of strips) {
+    const at = text.indexOf(strip);
+    if (strip && at >= 0) spans.push([at, at + strip.length]);
+  }
+  spans.sort((a, b) => a[0] - b[0]);
+  const nodes = [];
+  let from = 0;
+  for (const [start, end] of spans) {
+    if (start < from) continue;
+    nodes.push(document.createTextNode(text.slice(from, start)), el("mark", {textContent: text.slice(start, end)}));
+    from = end;
+  }
+  nodes.push(document.createTextNode(text.slice(from)));
+  return nodes;
+}
+
+function card(item, strips, cited) {
+  const title = item.document_id
+    ? el("a", {href: `/documents/${item.document_id}#chunk-${item.chunk_id}`, textContent: item.title || "Untitled"})
+    : item.origin === "external" && /^https?:/.test(item.source)
+      ? el("a", {href: item.source, rel: "noopener noreferrer", textContent: item.title || item.source})
+      : el("span", {textContent: item.title || "Untitled"});
+  const where = item.origin === "external" ? "from the web" : item.origin === "inferred" ? "inferred by the model" : item.collection;
+  const added = item.document_added && `added ${new Date(item.document_added).toLocaleDateString()}`;
+  const provenance = [where, added, item.reputation === null ? null : `reputation ${Math.round(item.reputation * 100)}%`].filter(Boolean);
+  const passage = el("blockquote", {}, ...highlighted(item.text, strips));
+  if (!cited) passage.className = "plain";
+  return el("li", {id: `source-${item.n}`, className: cited ? "card cited" : "card", value: item.n},
+    el("div", {className: "card-title"}, title), el("div", {className: "meta"}, provenance.join(" · ")), passage);
+}
+
+function render(body) {
+  current = body;
+  $("question").value = body.question;
+  const disagreeing = body.evidence.filter((e) => e.notes.some((note) => note.startsWith("disagrees with")));
+  $("headline").textContent = headline(body, disagreeing);
+  $("answer").replaceChildren(...linked(body.answer));
+  const disagreement = $("disagreement");
+  disagreement.hidden = !disagreeing.length;
+  disagreement.textContent = disagreeing.length
+    ? `Passages ${disagreeing.map((e) => `[${e.n}]`).join(", ")} say different things; compare them and their provenance below.` : "";
+
+  const strips = Object.fromEntries(body.citations.map((c) => [c.n, c.strips]));
+  const used = body.evidence.filter((e) => e.bucket === "VERIFIED" || e.cited || disagreeing.includes(e));
+  used.sort((a, b) => Number(b.cited) - Number(a.cited) || a.n - b.n);
+  $("sources").replaceChildren(...used.map((e) => card(e, strips[e.n] || [], e.cited)));
+  $("sources-heading").hidden = !used.length;
+  const aside = body.evidence.filter((e) => !used.includes(e));
+  $("rejected").replaceChildren(...aside.map((e) => card(e, [], false)));
+  $("set-aside-count").textContent = aside.length;
+  $("set-aside").hidden = !aside.length;
+
+  // Warnings from past reviews: each once, on one short line (the whole text on hover).
+  $("warnings").replaceChildren(...[...new Set(body.warnings)].map((w) => el("li", {textContent: w, title: w})));
+
+  details(body);
+  $("actions").hidden = false;
+  $("reason").hidden = true;
+  $("feedback-state").textContent = "";
+  $("error").hidden = true;
+  $("result").hidden = false;
+}
+
+const STAGES = ["embed_query", "retrieve", "rank", "verify", "correct", "refine", "recall", "generate", "total"];
+
+function details(body) {
+  const facts = [
+    ["Retrieval judged", body.action || "–"], ["Written by", body.generator], ["Mode", body.mode],
+    ...(body.iterations === null ? [] : [["Iterations", body.iterations]]),
+    ...(body.external.provider ? [["Web search", `${body.external.provider}: "${body.external.query}", ${body.external.results} results`]] : []),
+    ...body.notes.map((note) => ["Note", note]),
+    ["Timings", STAGES.filter((k) => k in body.timings_ms).map((k) => `${k} ${Math.round(body.timings_ms[k])} ms`).join(" · ")],
+    ["Response", body.response_id],
+  ];
+  $("details-list").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {textContent: k}), el("dd", {textContent: String(v)})]));
+  const fmt = (v) => (v === null ? "–" : v.toFixed(2));
+  const head = el("tr", {}, ...["#", "passage", "bucket", "trust", "relevance", "consistency", "agreement"].map((h) => el("th", {textContent: h})));
+  $("scores").replaceChildren(head, ...body.evidence.map((e) => el("tr", {},
+    ...[e.n, e.title, e.bucket, fmt(e.trust), fmt(e.relevance), fmt(e.consistency), fmt(e.agreement)].map((v) => el("td", {textContent: String(v)})))));
+  $("details").hidden = false;
+}
+
+async function feedback(payload, thanks) {
+  if (!current) return;
   const response = await fetch("/api/v1/feedback", {
     method: "POST",
-    headers: {"Content-Type": "application/json", "X-CSRFToken": form.csrfmiddlewaretoken.value},
-    body: JSON.stringify({response_id: form.dataset.responseId, thumbs: Number(button.dataset.thumbs)}),
+    headers: {"Content-Type": "application/json", "X-CSRFToken": csrf()},
+    body: JSON.stringify({response_id: current.response_id, ...payload}),
   });
-  const body = await response.json();
-  document.getElementById("feedback-state").textContent = response.ok
-    ? `thanks: ${body.chunks} passage(s) credited` : Object.values(body).join("; ");
+  const body = await response.json().catch(() => null);
+  $("feedback-state").textContent = response.ok ? thanks : errorText(body);
+}
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  ask($("question").value, $("mode").value);
+});
+
+document.querySelectorAll("#actions button[data-thumbs]").forEach((button) => button.addEventListener("click", () => {
+  const up = button.dataset.thumbs === "1";
+  $("reason").hidden = up;
+  if (!up) $("reason-text").focus();
+  feedback({thumbs: Number(button.dataset.thumbs)}, up ? "Thanks: marked as useful." : "Thanks: marked as not useful.");
 }));
+
+$("reason").addEventListener("submit", (event) => {
+  event.preventDefault();
+  feedback({thumbs: 0, comment: $("reason-text").value}, "Thanks: your reason was sent to the curators.");
+  $("reason").hidden = true;
+});
+
+$("copy").addEventListener("click", async () => {
+  const text = $("answer").textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // No clipboard API (a page served over plain http to another host): select the text instead.
+    const range = document.createRange();
+    range.selectNodeContents($("answer"));
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    document.execCommand("copy");
+  }
+  feedback({behaviour: "copied"}, "Copied.");
+});
+
+$("again").addEventListener("click", async () => {
+  if (!current) return;
+  await feedback({behaviour: "regenerated"}, "");
+  ask(current.question, current.mode);
+});
+
+// A recorded answer re-opened from "my questions" (or a shared link the reader may see).
+const reopen = new URLSearchParams(location.search).get("answer");
+if (reopen) {
+  fetch(`/api/v1/answers/${encodeURIComponent(reopen)}`, {headers: {Accept: "application/json"}})
+    .then(async (response) => (response.ok ? render(await response.json()) : showError("That answer is not yours to open, or no longer exists.")));
+}
