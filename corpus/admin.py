@@ -1,7 +1,10 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import Count
+from django.template.response import TemplateResponse
 
-from corpus.lineage import document_restore, document_retract
+from config.exceptions import CairnError
+from corpus.lineage import document_move, document_restore, document_retract
 from corpus.models import AuditEvent, Chunk, Collection, Document, Upload
 from corpus.selectors import collections_curated_by
 
@@ -89,7 +92,7 @@ class DocumentAdmin(CuratedAdmin):
     readonly_fields = ["collection", "sha256", "mime_type", "origin", "status", "requires_collections", "created_at",
                        "updated_at"]  # fmt: skip
     inlines = [ChunkInline]
-    actions = ["retract", "restore"]
+    actions = ["retract", "restore", "move"]
 
     def has_add_permission(self, request):
         return False  # documents come in through ingestion: the API, the CLI or the ask page
@@ -113,6 +116,32 @@ class DocumentAdmin(CuratedAdmin):
             for document in queryset.filter(status=Document.Status.RETRACTED)
         ]
         self.message_user(request, f"Restored {len(restored)} document(s).")
+
+    @admin.action(description="Move selected documents to another collection you curate (asks where and why)")
+    def move(self, request, queryset):
+        """document_move for each, as the API's move: audited, and what rests on a document goes
+        back to review. Only into collections the curator curates (the listed ones are theirs)."""
+        targets = collections_curated_by(user=request.user).order_by("slug")
+        target = targets.filter(slug=request.POST.get("collection") or "").first()
+        if "apply" in request.POST and target is not None:
+            reason = (request.POST.get("reason") or "").strip() or f"moved in the admin by {request.user}"
+            moved, refused = 0, []
+            for document in queryset:
+                try:
+                    document_move(document, target, actor=request.user, reason=reason)
+                    moved += 1
+                except CairnError as exc:
+                    refused.append(f"{document.title}: {exc.message}")
+            self.message_user(request, f"Moved {moved} document(s) to {target.slug}.")
+            if refused:
+                self.message_user(request, "Not moved: " + "; ".join(refused), level=messages.WARNING)
+            return None
+        return TemplateResponse(
+            request, "admin/document_move.html",
+            {**self.admin_site.each_context(request), "documents": queryset, "collections": targets,
+             "opts": self.model._meta, "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+             "missing_collection": "apply" in request.POST},
+        )  # fmt: skip
 
 
 @admin.register(Chunk)

@@ -263,6 +263,31 @@ def test_moving_a_document_needs_both_collections_is_audited_and_sends_what_rest
     assert refused.status_code == 400 and "finance" in refused.json()["collection"][0]
 
 
+def test_the_admin_moves_documents_only_into_collections_the_curator_curates_and_audits_it(hr, bob, dana):
+    document = Document.objects.get(collection=hr)
+    collection_get_or_create(slug="handbook", public=True)
+    collection_get_or_create(slug="legal", group_names=["legal"], curator_group_names=["legal-curators"])
+    changelist = "/admin/corpus/document/"
+    chosen = {"action": "move", "_selected_action": [document.id]}
+    page = admin_client(dana).post(changelist, chosen).content.decode()
+    assert 'value="handbook"' in page and 'value="legal"' not in page  # dana does not curate legal
+    # A collection dana does not curate, posted anyway: asked again, nothing moved.
+    again = admin_client(dana).post(changelist, chosen | {"apply": "Move", "collection": "legal"})
+    assert "Choose a collection" in again.content.decode()
+    document.refresh_from_db()
+    assert document.collection == hr
+    # bob does not curate hr: the document is not among his rows, so nothing is moved.
+    admin_client(bob).post(changelist, chosen | {"apply": "Move", "collection": "handbook"})
+    document.refresh_from_db()
+    assert document.collection == hr
+    done = admin_client(dana).post(changelist, chosen | {"apply": "Move", "collection": "handbook", "reason": "public"})
+    assert done.status_code == 302
+    document.refresh_from_db()
+    assert document.collection.slug == "handbook"
+    event = AuditEvent.objects.get(action="document.move", object_id=str(document.id))
+    assert (event.actor, event.summary, event.after) == (dana, "public", {"collection": "handbook"})
+
+
 def test_a_write_back_quoting_a_private_collection_stays_with_that_collections_curators(hr, bob, dana):
     """Published into a collection bob curates, but resting on hr's document: its evidence quotes
     hr, so bob sees it neither in the queue nor in the admin."""
