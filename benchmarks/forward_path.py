@@ -80,6 +80,7 @@ def main() -> None:
 
     from corpus.citations import citation_numbers
     from corpus.models import Document
+    from pipeline.generators import DISAGREE
     from pipeline.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.services import question_answer
 
@@ -93,8 +94,8 @@ def main() -> None:
     searx_url, searx_calls = searx_stub()
     present = {"correct_answer": 0, "gold_retrieved": 0, "action_correct_given_gold": 0, "actions": Counter(),
                "stated": 0, "stated_correct": 0, "answered": 0, "other_passage": 0, "other_without_gold": 0,
-               "sentences": 0}  # fmt: skip
-    removed = {"actions": Counter(), "answered": 0, "answered_wrong": 0}
+               "sentences": 0, "disputed": 0}  # fmt: skip
+    removed = {"actions": Counter(), "answered": 0, "answered_wrong": 0, "disputed": 0}
     # Per question, each candidate's (relevance, does its text hold a gold answer string): the action
     # rests on the highest relevance; a CORRECT is false when no chunk that cleared the threshold
     # holds the answer (with the gold passage removed, another passage often does).
@@ -109,6 +110,7 @@ def main() -> None:
             answers = rows[index]["answers"]
             present["correct_answer"] += has_gold(state.generation.text, answers)
             present["stated"] += state.generation.found
+            present["disputed"] += state.generation.text.startswith(DISAGREE)
             present["stated_correct"] += state.generation.found and has_gold(state.generation.text, answers)
             cited = [c for c in state.candidates if c.n in state.generation.cited]
             if cited:
@@ -129,6 +131,7 @@ def main() -> None:
                 removed["actions"][state.action] += 1
                 # What a user gets when the corpus lost the passage: an answer or "not found".
                 removed["answered"] += state.generation.found
+                removed["disputed"] += state.generation.text.startswith(DISAGREE)
                 removed["answered_wrong"] += state.generation.found and not has_gold(
                     state.generation.text, rows[index]["answers"]
                 )
@@ -145,6 +148,8 @@ def main() -> None:
         "answer_accuracy": present["correct_answer"] / n,
         "stated": present["stated"] / n,
         "stated_answer_accuracy": present["stated_correct"] / n,
+        "sources_disagree": present["disputed"] / n,
+        "sources_disagree_when_gold_removed": removed["disputed"] / n,
         "answers_citing_another_passage": present["other_passage"] / max(1, present["answered"]),
         "answers_citing_another_passage_without_gold": present["other_without_gold"] / max(1, present["answered"]),
         "sentences_per_answer": present["sentences"] / max(1, present["answered"]),

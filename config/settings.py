@@ -240,6 +240,9 @@ CAIRN_UNCERTAIN_THRESHOLD = env_float("CAIRN_UNCERTAIN_THRESHOLD", 0.40, minimum
 CAIRN_STRIP_THRESHOLD = env_float("CAIRN_STRIP_THRESHOLD", 0.3, minimum=0.0, maximum=1.0)
 CAIRN_CONTRADICTION_THRESHOLD = env_float("CAIRN_CONTRADICTION_THRESHOLD", 0.5, minimum=0.0, maximum=1.0)
 CAIRN_AGREEMENT_MAX_PAIRS = env_int("CAIRN_AGREEMENT_MAX_PAIRS", 28, minimum=0)
+# When two passages contradict each other on the answer, the answer quotes both: which comes first
+# ("" the more relevant, "newer" the document changed last, "reputation" the better feedback record).
+CAIRN_DISPUTE_PREFER = env_choice("CAIRN_DISPUTE_PREFER", "", ("", "newer", "reputation"))
 # Answerability: a candidate must hold this share of the question's term weight (the corpus's own
 # IDF, pipeline/gate.py Gate.score_coverage) to be VERIFIED or to make the action CORRECT. The
 # relevance evaluator rates every chunk of a manual relevant to every technical question; a

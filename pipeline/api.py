@@ -41,13 +41,14 @@ class EvidenceSerializer(serializers.ModelSerializer):
     document_id = serializers.IntegerField(source="chunk.document_id", allow_null=True, default=None)
     collection = serializers.CharField(source="chunk.document.collection.name", allow_null=True, default=None)
     document_added = serializers.DateTimeField(source="chunk.document.created_at", allow_null=True, default=None)
+    uploaded_by = serializers.CharField(source="chunk.document.upload.uploader.username", allow_null=True, default=None)
     strips = StripSerializer(many=True)
     notes = serializers.ListField(child=serializers.CharField())
 
     class Meta:
         model = Evidence
         fields = [
-            "n", "origin", "chunk_id", "document_id", "collection", "document_added", "title", "source", "text", "bucket", "trust", "relevance",
+            "n", "origin", "chunk_id", "document_id", "collection", "document_added", "uploaded_by", "title", "source", "text", "bucket", "trust", "relevance",
             "consistency", "agreement", "strips", "notes", "cited", "vector_distance", "text_rank", "fused_score",
             "rank_score", "reputation", "reputation_weight",
         ]  # fmt: skip

@@ -25,7 +25,7 @@ or the other chunks pull it down; one below the upper threshold is never VERIFIE
   when the NLI model says so in both directions for their best strips (the shipped model
   over-calls contradiction when the premise is the shorter text; requiring both directions
   removes most of that): an outlier that contradicts the majority loses; two candidates that
-  contradict each other both lose.
+  contradict each other both lose, and the answer quotes both (pipeline.stages.dispute).
 
 Buckets: VERIFIED >= CAIRN_VERIFIED_THRESHOLD (0.75) with relevance at or above the upper
 threshold, UNCERTAIN >= CAIRN_UNCERTAIN_THRESHOLD (0.40), REJECTED below, and relevance below

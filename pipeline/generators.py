@@ -28,6 +28,7 @@ from pipeline.extractive import OTHER_STRIPS, Sentence, answer_selection, lead_s
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
 NOT_STATED = "No passage states the answer; these look related:"
+DISAGREE = "Sources disagree:"
 _NOT_FOUND_MARK = "NOT_FOUND"
 
 
@@ -236,6 +237,18 @@ class OllamaGenerator:
     def complete(self, prompt: str, *, temperature: float = 0.0) -> str:
         """One plain completion (/api/generate): query rewriting and the deep loop's helpers."""
         return (self._call("generate", prompt=prompt, options={"temperature": temperature}).response or "").strip()
+
+
+def disagreement(sides: list[tuple[int, str]], *, preferred: str = "") -> Generation:
+    """Passages that contradict each other on the answer, each quoted with its citation, the
+    preferred side (CAIRN_DISPUTE_PREFER) first: the reader weighs them, with their provenance on
+    the source cards. Neither is stated as the answer, so it is never proposed as a corpus addition."""
+    (first_n, first), (second_n, second) = sides
+    if preferred:
+        text = f"{DISAGREE} the {preferred} says {first} [{first_n}] The other says {second} [{second_n}]"
+    else:
+        text = f"{DISAGREE} {first} [{first_n}] {second} [{second_n}]"
+    return Generation(text, [first_n, second_n], "extractive", found=False, notes=["sources disagree on the answer"])
 
 
 def parse_answer(text: str, allowed: set[int], generator: str) -> Generation:

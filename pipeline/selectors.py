@@ -40,7 +40,12 @@ def answer_get(*, user: AbstractBaseUser, response_id) -> Answer | None:
     """The recorded answer with its evidence, if `user` asked it or curates every collection it
     drew on; else None."""
     answers = Answer.objects.prefetch_related(
-        Prefetch("evidence", queryset=Evidence.objects.select_related("chunk__document__collection").order_by("n"))
+        Prefetch(
+            "evidence",
+            queryset=Evidence.objects.select_related(
+                "chunk__document__collection", "chunk__document__upload__uploader"
+            ).order_by("n"),
+        )
     ).filter(response_id=response_id)
     mine = Q(user=user) if user.is_authenticated else Q(pk__in=[])
     if user_is_curator(user):

@@ -24,6 +24,7 @@ from django.db import transaction
 
 from corpus.consistency import consistency_score
 from corpus.embedder import get_embedder
+from corpus.models import Document
 from corpus.selectors import Hit, chunk_search, question_terms
 from corpus.writebacks import writeback_propose
 from pipeline.gate import (
@@ -44,6 +45,7 @@ from pipeline.generators import (
     GeneratorUnavailable,
     OllamaGenerator,
     answer_pieces,
+    disagreement,
     get_generator,
     not_found,
 )
@@ -210,6 +212,13 @@ def generating(state: QueryState) -> Iterator[str | None]:
     """The generate stage, yielding the answer as it is written: Ollama's tokens as they arrive,
     the extractive answer sentence by sentence (the deep loop's when it is done)."""
     name = state.generator_name()
+    if (sides := dispute(state)) is not None:
+        state.generation = disagreement(
+            [(c.n, c.best_strip.shown) for c in sides], preferred=PREFERRED.get(settings.CAIRN_DISPUTE_PREFER, "")
+        )
+        yield from answer_pieces(state.generation.text)
+        state.notes += state.generation.notes
+        return
     if not state.verified:
         state.generation = not_found("none")  # no generator runs without verified evidence
         yield state.generation.text
@@ -238,6 +247,40 @@ def generating(state: QueryState) -> Iterator[str | None]:
         state.generation = get_generator("extractive").generate(state.question, evidence_texts(state.verified))
         yield from answer_pieces(state.generation.text)
     state.notes += state.generation.notes
+
+
+PREFERRED = {"newer": "newer source", "reputation": "better-rated source"}
+
+
+def dispute(state: QueryState) -> list[Candidate] | None:
+    """Two passages that contradict each other on the answer (the gate's agreement check compares
+    only relevant passages whose best sentences state or could state one), one of them relevant
+    enough to answer from (the upper threshold), the preferred side first. Left to agreement alone,
+    both would lose (or five planted passages outvote the one true one) and the reader would get
+    "not found" or the planted answer; shown both, the reader decides."""
+    by_n = {c.n: c for c in state.candidates}
+    relevance = lambda c: c.relevance or 0.0  # noqa: E731
+    # The passage the most others contradict first (a true passage set upon by planted ones), then
+    # the most relevant of those that contradict it.
+    for first in sorted((c for c in state.candidates if c.contradicted_by),
+                        key=lambda c: (-len(c.contradicted_by), -relevance(c))):  # fmt: skip
+        second = max((by_n[n] for n in first.contradicted_by), key=relevance)
+        if max(relevance(first), relevance(second)) >= settings.CAIRN_RELEVANCE_UPPER:
+            return _preferred_first([first, second])
+    return None
+
+
+def _preferred_first(sides: list[Candidate]) -> list[Candidate]:
+    """CAIRN_DISPUTE_PREFER: "newer" (the document changed last), "reputation" (the better feedback
+    record), or "" (as found: the passage the most others contradict)."""
+    prefer = settings.CAIRN_DISPUTE_PREFER
+    if prefer == "newer":
+        ids = [c.hit.document_id for c in sides if c.hit]
+        changed = dict(Document.objects.filter(id__in=ids).values_list("id", "updated_at"))
+        return sorted(sides, key=lambda c: -(changed[c.hit.document_id].timestamp() if c.hit else 0.0))
+    if prefer == "reputation":
+        return sorted(sides, key=lambda c: -(c.reputation if c.reputation is not None else 0.5))
+    return sides
 
 
 def _ollama() -> OllamaGenerator:

@@ -3,6 +3,9 @@ django's real database; SearxNG and Ollama are loopback servers speaking their r
 
 from django.test import override_settings
 
+from corpus.extract import ExtractedDocument
+from corpus.models import WriteBack
+from corpus.services import collection_get_or_create, documents_ingest
 from pipeline.models import Answer
 from tests import loopback
 from tests.conftest import client_for
@@ -151,3 +154,25 @@ def test_a_manual_answers_what_it_states_and_not_what_it_never_mentions(charlie)
     assert dotted["found"] and "flushed to disk" in dotted["answer"]
     unknown = ask(charlie, question="When does harbor.forcevacuum() return?", mode="fast", collections=["manual"])
     assert not unknown["found"] and unknown["action"] == "INCORRECT"
+
+
+def test_passages_that_contradict_each_other_on_the_answer_are_both_quoted_with_their_provenance(charlie, settings):
+    """A planted passage that the NLI model finds contradicting the true one is not stated as the
+    answer, nor does it silence the true one: the answer says the sources disagree and quotes both."""
+    rumours, _ = collection_get_or_create(slug="rumours", public=True)
+    documents_ingest(collection=rumours, documents=[ExtractedDocument(
+        "Physics prizes", "Albert Einstein, not Wilhelm Conrad Röntgen, received the first Nobel Prize in Physics in 1901.",
+        "rumours/physics.md", "text/markdown",
+    )])  # fmt: skip
+    body = ask(charlie, question=QUESTION, mode="fast")
+    assert body["answer"].startswith("Sources disagree: ") and body["found"] is False
+    assert "Albert Einstein" in body["answer"] and "Röntgen" in body["answer"]
+    cited = [e for e in body["evidence"] if e["cited"]]
+    assert {e["collection"] for e in cited} == {"Rumours", "Demo"} and all(e["document_added"] for e in cited)
+    assert "sources disagree on the answer" in body["notes"]
+    assert not WriteBack.objects.filter(response_id=body["response_id"]).exists()  # never proposed
+
+    settings.CAIRN_DISPUTE_PREFER = "newer"  # the planted document is the newer one
+    body = ask(charlie, question=QUESTION, mode="fast")
+    assert body["answer"].startswith("Sources disagree: the newer source says Albert Einstein, not Wilhelm")
+    assert body["answer"].index("Einstein") < body["answer"].index("Röntgen")

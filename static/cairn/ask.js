@@ -105,6 +105,7 @@ function showStreaming(text) {
   $("answer").textContent = text;
   for (const id of ["actions", "reason", "disagreement"]) $(id).hidden = true;
   $("warnings").replaceChildren();
+  $("warnings-label").hidden = true;
   $("sources").replaceChildren();
   $("sources-heading").hidden = true;
   $("set-aside").hidden = true;
@@ -113,10 +114,11 @@ function showStreaming(text) {
 }
 
 const NOT_STATED = "No passage states the answer";
+const DISAGREE = "Sources disagree";
 
-function headline(body, disagreeing) {
+function headline(body) {
+  if (body.answer.startsWith(DISAGREE)) return DISAGREE;
   if (!body.found) return body.answer.startsWith(NOT_STATED) ? NOT_STATED : "Not in the knowledge base";
-  if (disagreeing.length) return "Sources disagree";
   const sources = new Set(body.citations.map((c) => c.n)).size;
   const external = body.citations.some((c) => c.origin === "external");
   return `Answered from ${sources} verified source${sources === 1 ? "" : "s"}` + (external ? ", some from the web" : "");
@@ -158,7 +160,8 @@ function card(item, strips, cited) {
       : el("span", {textContent: item.title || "Untitled"});
   const where = item.origin === "external" ? "from the web" : item.origin === "inferred" ? "inferred by the model" : item.collection;
   const added = item.document_added && `added ${new Date(item.document_added).toLocaleDateString()}`;
-  const provenance = [where, added, item.reputation === null ? null : `reputation ${Math.round(item.reputation * 100)}%`].filter(Boolean);
+  const by = item.uploaded_by && `uploaded by ${item.uploaded_by}`;
+  const provenance = [where, by, added, item.reputation === null ? null : `reputation ${Math.round(item.reputation * 100)}%`].filter(Boolean);
   const passage = el("blockquote", {}, ...highlighted(item.text, strips));
   if (!cited) passage.className = "plain";
   return el("li", {id: `source-${item.n}`, className: cited ? "card cited" : "card", value: item.n},
@@ -168,16 +171,14 @@ function card(item, strips, cited) {
 function render(body) {
   current = body;
   $("question").value = body.question;
-  const disagreeing = body.evidence.filter((e) => e.notes.some((note) => note.startsWith("disagrees with")));
-  $("headline").textContent = headline(body, disagreeing);
+  $("headline").textContent = headline(body);
   $("answer").replaceChildren(...linked(body.answer));
-  const disagreement = $("disagreement");
-  disagreement.hidden = !disagreeing.length;
-  disagreement.textContent = disagreeing.length
-    ? `Passages ${disagreeing.map((e) => `[${e.n}]`).join(", ")} say different things; compare them and their provenance below.` : "";
+  // A dispute: neither passage is taken as the answer; their cards say where each comes from.
+  $("disagreement").hidden = !body.answer.startsWith(DISAGREE);
+  $("disagreement").textContent = "The passages below contradict each other; compare them and where they come from.";
 
   const strips = Object.fromEntries(body.citations.map((c) => [c.n, c.strips]));
-  const used = body.evidence.filter((e) => e.bucket === "VERIFIED" || e.cited || disagreeing.includes(e));
+  const used = body.evidence.filter((e) => e.bucket === "VERIFIED" || e.cited);
   used.sort((a, b) => Number(b.cited) - Number(a.cited) || a.n - b.n);
   $("sources").replaceChildren(...used.map((e) => card(e, strips[e.n] || [], e.cited)));
   $("sources-heading").hidden = !used.length;
@@ -188,6 +189,7 @@ function render(body) {
 
   // Warnings from past reviews: each once, on one short line (the whole text on hover).
   $("warnings").replaceChildren(...[...new Set(body.warnings)].map((w) => el("li", {textContent: w, title: w})));
+  $("warnings-label").hidden = !body.warnings.length;
 
   details(body);
   $("actions").hidden = false;
