@@ -208,8 +208,8 @@ new MutationObserver(() => {
   const answer = document.querySelector("#answer");
   const actions = document.querySelector("#actions");
   if (progress && !window.__seen.some((s) => s.kind === "progress")) window.__seen.push({kind: "progress", at: performance.now()});
-  if (answer && answer.textContent && !window.__seen.some((s) => s.kind === "text")) window.__seen.push({kind: "text", at: performance.now()});
-  if (actions && !actions.hidden && !window.__seen.some((s) => s.kind === "answer")) window.__seen.push({kind: "answer", at: performance.now()});
+  if (answer && answer.checkVisibility() && answer.textContent && !window.__seen.some((s) => s.kind === "text")) window.__seen.push({kind: "text", at: performance.now()});
+  if (actions && actions.checkVisibility() && !window.__seen.some((s) => s.kind === "answer")) window.__seen.push({kind: "answer", at: performance.now()});
   for (const li of document.querySelectorAll("#progress li")) window.__seen.push({kind: "line", text: li.textContent});
 }).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 """
