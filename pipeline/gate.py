@@ -109,6 +109,7 @@ class Candidate:
     agreement: float = 1.0
     coverage: float | None = None  # share of the question's term weight it holds (None: not measured)
     contradicted_by: list[int] = field(default_factory=list)
+    answer_score: float | None = None  # the answer judge on its best strip (agreement's; None: not judged)
     trust: float = 0.0
     bucket: Bucket = Bucket.REJECTED
     settled: bool = False  # confirmed or refuted by an external passage: re-verifying keeps that verdict
@@ -350,6 +351,8 @@ class Gate:
         relevant = [c for c in answerable(candidates) if c.relevance >= settings.CAIRN_RELEVANCE_LOWER and c.strips]
         answers = self.answer_judge.score(self.question, [c.best_strip.labelled for c in relevant]).tolist()
         answer = dict(zip((c.n for c in relevant), answers, strict=True))
+        for candidate in relevant:
+            candidate.answer_score = round(answer[candidate.n], 4)
 
         def disputable(a: Candidate, b: Candidate) -> bool:
             low, high = sorted((answer[a.n], answer[b.n]))
