@@ -41,6 +41,20 @@ class SuperuserOnlyAdmin(admin.ModelAdmin):
         return request.user.is_superuser
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows only the application writes (the audit trail, uploads): shown, never added, changed or
+    deleted here."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Collection)
 class CollectionAdmin(CuratedAdmin):
     """Curators change the readers and curators of the collections they curate (each change
@@ -162,7 +176,7 @@ class ChunkAdmin(CuratedAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(SuperuserOnlyAdmin):
+class AuditEventAdmin(ReadOnlyAdmin, SuperuserOnlyAdmin):
     """Read-only: the trail is append-only (the model and a database trigger refuse changes). Its
     rows span every collection: superusers read it."""
 
@@ -171,18 +185,9 @@ class AuditEventAdmin(SuperuserOnlyAdmin):
     search_fields = ["summary", "object_id", "actor_name"]
     date_hierarchy = "created_at"
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(Upload)
-class UploadAdmin(CuratedAdmin):
+class UploadAdmin(ReadOnlyAdmin, CuratedAdmin):
     """Read-only: what was uploaded, by whom, and what became of it (the API writes these rows; the
     audit trail has the same story). The bytes themselves are not shown."""
 
@@ -195,12 +200,3 @@ class UploadAdmin(CuratedAdmin):
     fields = ["name", "collection", "uploader", "size", "sha256", "status", "documents_done", "documents_total",
               "counts", "error", "options", "created_at", "finished_at"]  # fmt: skip
     readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
