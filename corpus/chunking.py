@@ -39,7 +39,7 @@ _QUOTE = re.compile(r"^\s*>\s?(.*)$")
 # Blocks whose text is made of sentences; headings and code are context and content, never sentences.
 PROSE = frozenset({"paragraph", "item", "term", "definition", "row"})
 _WHOLE = frozenset({"term", "row"})  # a term or a table row is one sentence however it is punctuated
-_PREFIX = {"item": "- ", "definition": ": ", "row": "| "}
+BLOCK_PREFIX = {"item": "- ", "definition": ": ", "row": "| "}
 
 
 @dataclass(frozen=True)
@@ -348,6 +348,6 @@ def _render(window: list[_Unit]) -> ChunkText:
         elif first.kind == "code":
             blocks.append("```\n" + "\n".join(u.text for u in units) + "\n```")
         else:
-            blocks.append(_PREFIX.get(first.kind, "") + " ".join(u.text for u in units))
+            blocks.append(BLOCK_PREFIX.get(first.kind, "") + " ".join(u.text for u in units))
     section = next((u.section for u in window if u.kind != "heading"), window[0].section)
     return ChunkText(text="\n\n".join(blocks), token_count=sum(u.tokens for u in window), section=section)

@@ -14,6 +14,7 @@ from django.db import connection
 from django.db.models import Count, F, Q, QuerySet
 from pgvector.django import CosineDistance
 
+from corpus.chunking import BLOCK_PREFIX
 from corpus.models import TEXT_SEARCH_CONFIG, Chunk, Collection, Document
 
 User = AbstractBaseUser | AnonymousUser
@@ -67,10 +68,10 @@ def document_list(*, user: User, collection_slug: str | None = None) -> QuerySet
 @dataclass(frozen=True)
 class Passage:
     """A chunk as its document page shows it: the text the chunk before it did not already show,
-    in blocks (heading, code or paragraph), anchored by the chunk's id."""
+    in blocks, anchored by the chunk's id."""
 
     chunk_id: int
-    blocks: list[tuple[str, str]]  # (kind, text)
+    blocks: list[tuple[str, str]]  # (kind, text): heading, code, item, definition, row or text
 
 
 def document_passages(document: Document) -> list[Passage]:
@@ -78,28 +79,43 @@ def document_passages(document: Document) -> list[Passage]:
     before it (chunking overlaps them): read in order, the passages are the document."""
     passages, previous = [], ""
     for chunk_id, text in document.chunks.order_by("ordinal").values_list("id", "text"):
-        passages.append(Passage(chunk_id, _blocks(text[_overlap(previous, text) :])))
+        passages.append(Passage(chunk_id, _blocks(_unrepeated(previous, text))))
         previous = text
     return passages
 
 
-def _overlap(previous: str, text: str) -> int:
-    """Length of the longest start of `text` that `previous` ends with."""
-    for start in range(max(0, len(previous) - len(text)), len(previous)):
-        if text.startswith(previous[start:]) and (start == 0 or not previous[start - 1].isalnum()):
-            return len(previous) - start
-    return 0
+def _unrepeated(previous: str, text: str) -> str:
+    """`text` without the sentences at its start that `previous` ends with. The repeat may open
+    a block of its own ("- ", ": ", "| ") where, in `previous`, it ends a longer one; a block that
+    goes on past the repeat keeps its kind."""
+    prefix = text[:2] if text[:2] in _KINDS else ""
+    for body in (text, text[len(prefix) :]) if prefix else (text,):
+        for start in range(max(0, len(previous) - len(body)), len(previous)):
+            if body.startswith(previous[start:]) and (start == 0 or not previous[start - 1].isalnum()):
+                rest = body[len(previous) - start :]
+                if rest.startswith("\n") or not rest.strip():
+                    return rest
+                return prefix + rest.lstrip()
+    return text
+
+
+# A chunk's block syntax (corpus.chunking): headings "# ", fenced code, "- " items, ": " definitions, "| " rows.
+_KINDS = {prefix: kind for kind, prefix in BLOCK_PREFIX.items()}
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
     blocks = []
-    for block in re.split(r"\n{2,}", text.strip()):
-        if block.startswith("```"):
-            blocks.append(("code", block.strip("`").strip("\n")))
-        elif heading := re.match(r"#{1,6} (.+)", block):
-            blocks.append(("heading", heading.group(1)))
-        elif block.strip():
-            blocks.append(("text", block.strip()))
+    for part in re.split(r"(```\n.*?\n```)", text.strip(), flags=re.DOTALL):
+        if part.startswith("```\n") and part.endswith("\n```"):
+            blocks.append(("code", part[4:-4]))
+            continue
+        for block in re.split(r"\n{2,}", part.strip()):
+            if heading := re.match(r"#{1,6} (.+)", block):
+                blocks.append(("heading", heading.group(1)))
+            elif block[:2] in _KINDS:
+                blocks.append((_KINDS[block[:2]], block[2:].strip()))
+            elif block.strip():
+                blocks.append(("text", block.strip()))
     return blocks
 
 

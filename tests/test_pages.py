@@ -67,3 +67,26 @@ def test_my_questions_lists_only_my_own_answers_searchable_with_my_thumbs(alice,
     assert "nobel" in signed_in(charlie).get("/history", {"q": "Röntgen"}).content.decode()  # the answer's text
     assert "None of your questions" in signed_in(charlie).get("/history", {"q": "zebra"}).content.decode()
     assert "guyana" in signed_in(alice).get("/history").content.decode()
+
+
+def test_passages_keep_code_whole_show_block_kinds_and_drop_a_repeat_that_opens_a_block():
+    from corpus.selectors import _blocks, _unrepeated
+
+    previous = (
+        "functools.cmp_to_key(func)\n\n: Transform an old-style comparison function to a key function. "
+        "This function is primarily used as a transition tool."
+    )
+    text = ": This function is primarily used as a transition tool. A comparison function compares two values.\n\n- one"
+    assert _unrepeated(previous, text) == ": A comparison function compares two values.\n\n- one"
+    assert _unrepeated(previous, ": This function is primarily used as a transition tool.\n\n| a | b") == "\n\n| a | b"
+    assert _unrepeated("Nothing shared here.", text) == text
+    code = "# Caching\n\n```\nclass DataSet:\n\n    def mean(self): ...\n```\n\n: New in version 3.8."
+    assert _blocks(code) == [
+        ("heading", "Caching"),
+        ("code", "class DataSet:\n\n    def mean(self): ..."),  # a blank line inside code does not end it
+        ("definition", "New in version 3.8."),
+    ]
+    # The repeat matched with its block mark on both sides: the rest of the block keeps its kind.
+    assert _unrepeated(
+        "Intro.\n\n: Decorator to wrap a function.", ": Decorator to wrap a function. It saves time."
+    ) == (": It saves time.")

@@ -152,6 +152,12 @@ function highlighted(text, strips) {
   return nodes;
 }
 
+// A chunk's block syntax (headings "# ", fenced code, ": " definitions, "- " items, "| " rows) as plain lines.
+function readable(text) {
+  return text.replace(/^```$/gm, "").replace(/^#{1,6} /gm, "").replace(/^[:|] /gm, "").replace(/^- /gm, "• ")
+    .replace(/\n{3,}/g, "\n\n").trim();
+}
+
 function card(item, strips, cited) {
   const title = item.document_id
     ? el("a", {href: `/documents/${item.document_id}#chunk-${item.chunk_id}`, textContent: item.title || "Untitled"})
@@ -162,7 +168,7 @@ function card(item, strips, cited) {
   const added = item.document_added && `added ${new Date(item.document_added).toLocaleDateString()}`;
   const by = item.uploaded_by && `uploaded by ${item.uploaded_by}`;
   const provenance = [where, by, added, item.reputation === null ? null : `reputation ${Math.round(item.reputation * 100)}%`].filter(Boolean);
-  const passage = el("blockquote", {}, ...highlighted(item.text, strips));
+  const passage = el("blockquote", {}, ...highlighted(readable(item.text), strips));
   if (!cited) passage.className = "plain";
   return el("li", {id: `source-${item.n}`, className: cited ? "card cited" : "card", value: item.n},
     el("div", {className: "card-title"}, title), el("div", {className: "meta"}, provenance.join(" · ")), passage);
@@ -177,7 +183,17 @@ function render(body) {
   $("disagreement").hidden = !body.answer.startsWith(DISAGREE);
   $("disagreement").textContent = "The passages below contradict each other; compare them and where they come from.";
 
-  const strips = Object.fromEntries(body.citations.map((c) => [c.n, c.strips]));
+  // What to mark in each cited passage: the answer's own sentences that cite it, where they are
+  // quoted word for word (the extractive answer); else the strips the answer was written from.
+  const quoted = {};
+  for (const [, sentence, marks] of body.answer.matchAll(/(.*?)((?:\s*\[\d+\])+)/g)) {
+    for (const [, n] of marks.matchAll(/\[(\d+)\]/g)) (quoted[n] ||= []).push(sentence.trim());
+  }
+  const strips = Object.fromEntries(body.citations.map((c) => {
+    const text = readable(body.evidence.find((e) => e.n === c.n)?.text || "");
+    const own = (quoted[c.n] || []).filter((sentence) => sentence && text.includes(sentence));
+    return [c.n, own.length ? own : c.strips];
+  }));
   const used = body.evidence.filter((e) => e.bucket === "VERIFIED" || e.cited);
   used.sort((a, b) => Number(b.cited) - Number(a.cited) || a.n - b.n);
   $("sources").replaceChildren(...used.map((e) => card(e, strips[e.n] || [], e.cited)));
