@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from corpus.extract import ExtractedDocument
-from corpus.models import AuditEvent, Collection, Document, WriteBack
+from corpus.models import AuditEvent, Collection, Document, Upload, WriteBack
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
 from corpus.writebacks import writeback_propose
 from pipeline.models import Answer, Evidence
@@ -174,6 +174,8 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
                                        embedding=[0.1] * 384)  # fmt: skip
     critique.collections.set([hr])
     Reputation.objects.create(chunk=chunk)
+    upload = Upload.objects.create(collection=hr, name="Salary bands.md", size=88, sha256="0" * 64,
+                                   status=Upload.Status.DONE)  # fmt: skip
     marker = "alary bands"  # "Salary bands", "salary bands"
     web, api = admin_client(user), client_for(user)
 
@@ -190,6 +192,7 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
             "/admin/pipeline/critique/?q=salary",
             "/admin/reputation/reputation/?q=salary",
             "/admin/reputation/documentreputation/?q=salary",
+            "/admin/corpus/upload/?q=salary",
         )
     }
     collections = web.get("/admin/corpus/collection/?q=hr").content.decode()
@@ -209,6 +212,8 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
     query = api.post("/api/v1/query", {"question": "When are salary bands reviewed?", "mode": "fast",
                                        "collections": ["hr"]}, format="json")  # fmt: skip
     allowed |= {
+        "document page": shown(web.get(f"/documents/{document.id}")),
+        "api upload status": shown(api.get(f"/api/v1/uploads/{upload.id}")),
         "api documents": shown(api.get("/api/v1/documents?collection=hr")),
         "api document": api.get(f"/api/v1/documents/{document.id}").status_code == 200,
         "api chunk": api.get(f"/api/v1/chunks/{chunk.id}").status_code == 200,
