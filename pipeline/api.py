@@ -48,9 +48,9 @@ class EvidenceSerializer(serializers.ModelSerializer):
     class Meta:
         model = Evidence
         fields = [
-            "n", "origin", "chunk_id", "document_id", "collection", "document_added", "uploaded_by", "title", "source", "text", "bucket", "trust", "relevance",
-            "consistency", "agreement", "strips", "notes", "cited", "vector_distance", "text_rank", "fused_score",
-            "rank_score", "reputation", "reputation_weight",
+            "n", "origin", "chunk_id", "document_id", "collection", "document_added", "uploaded_by", "title",
+            "source", "text", "bucket", "trust", "relevance", "consistency", "agreement", "strips", "notes", "cited",
+            "vector_distance", "text_rank", "fused_score", "rank_score", "reputation", "reputation_weight",
         ]  # fmt: skip
 
 
