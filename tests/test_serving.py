@@ -8,6 +8,7 @@ without touching the test database."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -226,7 +227,8 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
     from playwright.sync_api import sync_playwright
 
     shots = SCREENSHOTS / request.node.name
-    shots.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(shots, ignore_errors=True)  # this run's steps only
+    shots.mkdir(parents=True)
     manage("reader", "erin", "--password-stdin", input="pebble-larch-quarry-71\n")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -337,7 +339,7 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
                     page.click("#details summary")
                 overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
                 assert overflow <= 0, (path, overflow)
-                shot(f"phone-{path.strip('/') or 'ask'}")
+                shot(f"phone-{path.strip('/').split('/')[0] or 'ask'}")
 
             page.set_viewport_size({"width": 1280, "height": 900})
             page.goto(f"{base}/admin/")
