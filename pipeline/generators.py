@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Generator as Stream
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -193,45 +194,44 @@ class OllamaGenerator:
         self.model = model
         self.client = ollama.Client(host=host, timeout=timeout)
 
-    def _call(self, method: str, **kwargs):
+    @contextmanager
+    def _reachable(self):
+        """Ollama unreachable, timed out or erroring, whether on the call or while it streams:
+        GeneratorUnavailable, which the pipeline answers extractively."""
         import ollama
 
         try:
-            return getattr(self.client, method)(model=self.model, stream=False, **kwargs)
+            yield
         except (ollama.ResponseError, httpx.HTTPError, ConnectionError, OSError) as exc:
             raise GeneratorUnavailable(f"Ollama ({self.model}) failed: {exc}") from exc
 
-    def generate(self, question, evidence, *, warnings=(), temperature=0.0) -> Generation:
-        reply = self._call(
-            "chat",
-            messages=[
+    def _call(self, method: str, **kwargs):
+        with self._reachable():
+            return getattr(self.client, method)(model=self.model, stream=False, **kwargs)
+
+    @staticmethod
+    def _answer_request(question, evidence, warnings, temperature: float) -> dict:
+        return {
+            "messages": [
                 {"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": answer_prompt(question, evidence, warnings)},
             ],
-            options={"temperature": temperature, "seed": 0},
-        )
+            "options": {"temperature": temperature, "seed": 0},
+        }
+
+    def generate(self, question, evidence, *, warnings=(), temperature=0.0) -> Generation:
+        reply = self._call("chat", **self._answer_request(question, evidence, warnings, temperature))
         return parse_answer(reply.message.content or "", {e.n for e in evidence}, self.name)
 
     def stream(self, question, evidence, *, warnings=()) -> Stream[str, None, Generation]:
         """The model's tokens as they arrive, then the checked Generation (parse_answer)."""
-        import ollama
-
         written = []
-        try:
-            for part in self.client.chat(
-                model=self.model,
-                messages=[
-                    {"role": "system", "content": SYSTEM_PROMPT},
-                    {"role": "user", "content": answer_prompt(question, evidence, warnings)},
-                ],
-                options={"temperature": 0.0, "seed": 0},
-                stream=True,
-            ):
+        with self._reachable():
+            request = self._answer_request(question, evidence, warnings, 0.0)
+            for part in self.client.chat(model=self.model, stream=True, **request):
                 if piece := part.message.content:
                     written.append(piece)
                     yield piece
-        except (ollama.ResponseError, httpx.HTTPError, ConnectionError, OSError) as exc:
-            raise GeneratorUnavailable(f"Ollama ({self.model}) failed: {exc}") from exc
         return parse_answer("".join(written), {e.n for e in evidence}, self.name)
 
     def complete(self, prompt: str, *, temperature: float = 0.0) -> str:
