@@ -4,7 +4,6 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
@@ -19,7 +18,13 @@ from corpus.extract import ExtractionError
 from corpus.lineage import document_move, document_restore, document_retract
 from corpus.models import Collection, Document, Upload
 from corpus.permissions import IsCurator
-from corpus.selectors import chunks_readable_by, collections_curated_by, collections_readable_by, document_list
+from corpus.selectors import (
+    chunks_readable_by,
+    collections_curated_by,
+    collections_readable_by,
+    document_list,
+    uploads_visible_to,
+)
 from corpus.services import upload_ingest, upload_receive
 from corpus.tasks import upload_ingest_enqueue
 
@@ -238,14 +243,8 @@ class UploadDetailApi(APIView):
 
     @extend_schema(responses=UploadOutputSerializer)
     def get(self, request, upload_id: int):
-        upload = get_object_or_404(_uploads_visible_to(request.user), id=upload_id)
+        upload = get_object_or_404(uploads_visible_to(user=request.user), id=upload_id)
         return Response(UploadOutputSerializer(upload).data)
-
-
-def _uploads_visible_to(user) -> QuerySet[Upload]:
-    """A user's own uploads and every upload to a collection they curate; to others, "not found"."""
-    visible = Q(uploader=user) | Q(collection__in=collections_curated_by(user=user))
-    return Upload.objects.filter(visible).select_related("collection", "uploader").defer("data")
 
 
 class DocumentDetailApi(APIView):

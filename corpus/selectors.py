@@ -15,7 +15,7 @@ from django.db.models import Count, F, Q, QuerySet
 from pgvector.django import CosineDistance
 
 from corpus.chunking import BLOCK_PREFIX
-from corpus.models import TEXT_SEARCH_CONFIG, Chunk, Collection, Document
+from corpus.models import TEXT_SEARCH_CONFIG, Chunk, Collection, Document, Upload
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -63,6 +63,12 @@ def document_list(*, user: User, collection_slug: str | None = None) -> QuerySet
     if collection_slug:
         documents = documents.filter(collection__slug=collection_slug)
     return documents.order_by("id")
+
+
+def uploads_visible_to(*, user: User) -> QuerySet[Upload]:
+    """A user's own uploads and every upload to a collection they curate; to others, "not found"."""
+    visible = Q(uploader=user) | Q(collection__in=collections_curated_by(user=user))
+    return Upload.objects.filter(visible).select_related("collection", "uploader").defer("data")
 
 
 @dataclass(frozen=True)
