@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -96,6 +97,13 @@ def nq_corpus():
     user.groups.add(*collection.groups.all())
     document_of = dict(Document.objects.filter(collection=collection).values_list("source", "id"))
     return collection, user, {q: document_of[p["id"]] for p in passages for q in p["questions"]}
+
+
+def free_port() -> int:
+    """A port nothing listens on, for a server a benchmark starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from _common import RESULTS, ROOT, django_setup, percentile, write_result
+from _common import RESULTS, ROOT, django_setup, free_port, percentile, write_result
 
 DATABASE = "cairn_bench_ask_page"
 SECRET = "benchmark-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz"
@@ -104,9 +104,6 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=30, help="questions, each asked streamed and plain")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
-
-    sys.path.insert(0, str(ROOT / "tests"))
-    from loopback import free_port
 
     cores = sorted(os.sched_getaffinity(0))
     server_cores, browser_cores = ({cores[0]}, set(cores[1:])) if len(cores) > 1 else (set(cores), set(cores))

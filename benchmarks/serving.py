@@ -24,7 +24,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,17 +31,11 @@ import threading
 import time
 from pathlib import Path
 
-from _common import RESULTS, ROOT, django_setup, percentile, write_result
+from _common import RESULTS, ROOT, django_setup, free_port, percentile, write_result
 
 DATABASE = "cairn_bench_serving"
 SECRET = "benchmark-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz"
 UNLIMITED = {f"CAIRN_THROTTLE_{scope}": "1000000/minute" for scope in ("QUERY", "FEEDBACK", "UPLOAD", "ANON")}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def server_env(**extra) -> dict:
