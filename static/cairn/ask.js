@@ -181,7 +181,6 @@ function render(body) {
   $("answer").replaceChildren(...linked(body.answer));
   // A dispute: neither passage is taken as the answer; their cards say where each comes from.
   $("disagreement").hidden = !body.answer.startsWith(DISAGREE);
-  $("disagreement").textContent = "The passages below contradict each other; compare them and where they come from.";
 
   // What to mark in each cited passage: the answer's own sentences that cite it, where they are
   // quoted word for word (the extractive answer); else the strips the answer was written from.
