@@ -57,7 +57,8 @@ def searx_stub() -> tuple[str, list[int]]:
 
 
 def candidate_scores(state, answers: list[str]) -> list[tuple[float, bool]]:
-    return [(c.relevance, has_gold(c.text, answers)) for c in state.candidates]
+    # Unscored (None): the chunk lacks the question's key terms, and never counts for the action.
+    return [(c.relevance or 0.0, has_gold(c.text, answers)) for c in state.candidates]
 
 
 def correct(scores: list[tuple[float, bool]], t: float) -> bool:

@@ -19,9 +19,9 @@ or the other chunks pull it down; one below the upper threshold is never VERIFIE
   text that repeats the question word for word is scored without the echo;
 - consistency: corpus/consistency.py, scored once at ingestion (external passages: on arrival);
 - agreement: 1 - (share of the candidates it was compared with that contradict it). Only pairs
-  that could disagree are compared (both relevant, sharing at least two content words, one best
-  strip an answer by the answer judge and the other one that could be), so a chunk about other
-  facts neither backs nor dilutes a contradiction. Two candidates contradict
+  that could disagree are compared (both relevant, from different documents, sharing at least
+  two content words, one best strip an answer by the answer judge and the other one that could
+  be), so a chunk about other facts neither backs nor dilutes a contradiction. Two candidates contradict
   when the NLI model says so in both directions for their best strips (the shipped model
   over-calls contradiction when the premise is the shorter text; requiring both directions
   removes most of that): an outlier that contradicts the majority loses; two candidates that
@@ -254,6 +254,16 @@ def could_disagree(a: str, b: str) -> bool:
     return a != b and len(content_terms(a) & content_terms(b)) >= 2
 
 
+def same_document(a: Candidate, b: Candidate) -> bool:
+    """Two chunks of one document: one author's account, whose sections are not sources to weigh
+    against each other. A manual's sections say different things about different options, and
+    the NLI model, trained on everyday sentences, calls most such pairs contradictions (p 0.6 to
+    0.98 for "PY_PYTHON can be set to specify the default version" against "the same settings can
+    be configured in the .INI file"): 3 of 42 tune questions of the Python docs benchmark were
+    answered "Sources disagree" from one page's sections."""
+    return a.hit is not None and b.hit is not None and a.hit.document_id == b.hit.document_id
+
+
 def agreement_scores(compared: list[frozenset[int]], contradictions: set[frozenset[int]]) -> dict[int, float]:
     """1 - share of the candidates each candidate was compared with that contradict it. Only pairs
     that could disagree are compared: a relevant chunk about other facts neither supports nor
@@ -320,12 +330,15 @@ class Gate:
         return [relevance_stacked(score, similarity, stack) for score, similarity in zip(scores, similarities)]
 
     def score_relevance(self, candidates: list[Candidate]) -> None:
-        """Relevance of each new candidate, then of the strips of those that clear the lower
-        threshold and hold the question's key terms (the others are never VERIFIED whatever their
+        """Relevance of each new candidate that holds the question's key terms, then of the strips
+        of those that also clear the lower threshold (the others are never VERIFIED whatever their
         sentences say): two batched calls. A text that restates the question word for word is
         judged on the rest of it (and embedded again without the echo): the question itself is no
         evidence, and copying it in is how a planted document wins retrieval (PoisonedRAG)."""
-        todo = [c for c in candidates if c.relevance is None]
+        # A chunk without the question's key terms is never VERIFIED and never counts for the action
+        # (answerable): it is not scored at all, which on a manual is about 4 chunks in 10 (the
+        # longest pairs the evaluator reads).
+        todo = [c for c in answerable(candidates) if c.relevance is None]
         texts = [without_echo(self.question, c.text) for c in todo]
         for candidate, text in zip(todo, texts, strict=True):
             if text != candidate.text:
@@ -335,8 +348,8 @@ class Gate:
         for candidate, score in zip(todo, scores, strict=True):
             candidate.relevance = round(score, 4)
         # Strips cost one evaluator pair each (a manual's chunk has a dozen): only those of chunks
-        # that clear the lower threshold and hold the question's key terms can matter.
-        relevant = [c for c in answerable(todo) if c.relevance >= settings.CAIRN_RELEVANCE_LOWER]
+        # that clear the lower threshold can matter.
+        relevant = [c for c in todo if c.relevance >= settings.CAIRN_RELEVANCE_LOWER]
         strips = [s for c in relevant for s in c.strips]
         for strip, score in zip(strips, self.relevance_model.score(self.question, [s.judged for s in strips]).tolist()):
             strip.relevance = round(score, 4)
@@ -355,12 +368,11 @@ class Gate:
             candidate.answer_score = round(answer[candidate.n], 4)
 
         def disputable(a: Candidate, b: Candidate) -> bool:
-            low, high = sorted((answer[a.n], answer[b.n]))
-            return high >= settings.CAIRN_ANSWER_THRESHOLD and low >= settings.CAIRN_ANSWER_STATED_FLOOR
+            return min(answer[a.n], answer[b.n]) >= settings.CAIRN_ANSWER_THRESHOLD
 
         pairs = [
             (a, b) for a, b in combinations(relevant, 2)
-            if disputable(a, b) and could_disagree(a.best_strip.text, b.best_strip.text)
+            if not same_document(a, b) and disputable(a, b) and could_disagree(a.best_strip.text, b.best_strip.text)
         ][: settings.CAIRN_AGREEMENT_MAX_PAIRS]  # fmt: skip
         directed = {(a.best_strip.text, b.best_strip.text) for a, b in pairs}
         todo = sorted((directed | {(b, a) for a, b in directed}) - self._contradiction.keys())
@@ -417,6 +429,9 @@ class Gate:
         self.score_relevance(candidates)
         self.score_agreement(candidates)
         for candidate in candidates:
+            if candidate.relevance is None:  # unscored: it lacks the question's key terms
+                candidate.trust, candidate.bucket = 0.0, Bucket.REJECTED
+                continue
             candidate.trust = trust_score(candidate.relevance, candidate.consistency, candidate.agreement)
             if not candidate.settled:
                 coverage = 1.0 if candidate.coverage is None else candidate.coverage
@@ -427,7 +442,7 @@ class Gate:
         strip promotes it to VERIFIED; one that contradicts it demotes it to REJECTED. A candidate
         without the question's key terms is not promoted: the web agreeing with it does not make it
         about what was asked."""
-        sources = [e for e in external if e.relevance >= settings.CAIRN_RELEVANCE_LOWER]
+        sources = [e for e in external if (e.relevance or 0.0) >= settings.CAIRN_RELEVANCE_LOWER]
         pairs = [(e, c) for c in answerable(uncertain) if c.strips for e in sources]
         if not pairs:
             return

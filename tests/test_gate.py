@@ -5,7 +5,7 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from corpus.selectors import QuestionTerms
+from corpus.selectors import Hit, QuestionTerms
 from pipeline.calibration import relevance_stacked
 from pipeline.gate import (
     Action,
@@ -33,7 +33,8 @@ TRUE = (
     "150,782 SEK. John Bardeen is the only laureate to win the prize twice, in 1956 and 1972."
 )
 AGREEING = "The first Nobel Prize in Physics went to Wilhelm Röntgen in 1901."
-CONTRADICTING = "The first Nobel Prize in Physics was not awarded to Wilhelm Conrad Röntgen."
+CONTRADICTING = "Albert Einstein, not Wilhelm Conrad Röntgen, received the first Nobel Prize in Physics in 1901."
+DENIAL = "The first Nobel Prize in Physics was not awarded to Wilhelm Conrad Röntgen."  # states no answer
 IRRELEVANT = "The cafeteria on the second floor opens at 8 am and serves soup on Fridays."
 
 
@@ -171,6 +172,30 @@ def test_chunks_about_different_things_are_not_compared_for_agreement():
     assert g._contradiction == {} and answer.agreement == note.agreement == 1.0
 
 
+def test_agreement_weighs_answers_from_different_documents_only():
+    """A denial states no answer: the answer judge rejects it, so it neither contradicts the true
+    answer nor is blamed for it. Two sections of one document are one account: never compared
+    (the NLI model called a manual's sections contradictory at p 0.6 to 0.98)."""
+    true, denial = candidate(1, TRUE), candidate(2, DENIAL)
+    g = gate()
+    g.verify([true, denial])
+    assert denial.answer_score < settings.CAIRN_ANSWER_THRESHOLD <= true.answer_score
+    assert g._contradiction == {} and true.agreement == denial.agreement == 1.0 and true.bucket is Bucket.VERIFIED
+
+    def in_document(c: Candidate, document_id: int) -> Candidate:
+        c.hit = Hit(chunk_id=c.n, document_id=document_id, collection_id=1, ordinal=c.n, title="", source="",
+                    text=c.text, consistency=1.0, vector_distance=None, text_rank=None, vector_position=None,
+                    text_position=None, score=0.0)  # fmt: skip
+        return c
+
+    one_page = [in_document(candidate(1, TRUE), 7), in_document(candidate(2, CONTRADICTING), 7)]
+    gate().verify(one_page)
+    assert [c.contradicted_by for c in one_page] == [[], []]
+    two_sources = [in_document(candidate(1, TRUE), 7), in_document(candidate(2, CONTRADICTING), 8)]
+    gate().verify(two_sources)
+    assert [c.contradicted_by for c in two_sources] == [[2], [1]]
+
+
 def test_relevance_stacks_the_evaluator_with_the_similarity_the_retrieval_measured():
     """A corpus chunk brings the retrieval's cosine similarity; any other text is embedded by the gate.
     The same text scores lower when told it is far from the question, and with no stack the
@@ -231,3 +256,19 @@ def test_a_text_that_repeats_the_question_word_for_word_is_judged_on_the_rest():
     gate().verify([planted, genuine])
     assert planted.bucket is Bucket.REJECTED and "word for word" in planted.notes[0]
     assert genuine.bucket is Bucket.VERIFIED
+
+
+@pytest.mark.django_db
+def test_a_chunk_without_the_questions_key_terms_is_not_scored():
+    """It can never be VERIFIED nor count for the action, so the evaluator does not read it."""
+    # Postgres lexemes of QUESTION; "nobel" is the rare one that carries it.
+    terms = QuestionTerms(
+        chunks=100, frequency={"nobel": 1, "prize": 90, "physic": 90, "first": 95}, words={}, identifiers={}
+    )
+    answer = candidate(1, TRUE)
+    other = candidate(2, "The first prize in physics at the school fair went to a model of a steam engine.")
+    g = Gate(QUESTION, get_relevance_model(), get_entailment_model(), get_answer_judge(), terms=terms)
+    g.verify([answer, other])
+    assert answer.relevance is not None and answer.bucket is Bucket.VERIFIED
+    assert other.relevance is None and other.trust == 0.0 and other.bucket is Bucket.REJECTED
+    assert any("nobel" in note for note in other.notes)
