@@ -62,7 +62,7 @@ class NavigationPage(ValueError):
 def html_to_blocks(raw: str) -> tuple[str, str]:
     """(title, block text) of an HTML page. Raises NavigationPage for a page that is mostly links."""
     soup = BeautifulSoup(raw, "html.parser")
-    page_title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    page_title = _squash(soup.title.get_text(" ")) if soup.title else ""  # DocBook's "4.&nbsp;Memcheck" too
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
         comment.extract()
     for tag in soup.find_all(_DROP_TAGS):
@@ -77,10 +77,11 @@ def html_to_blocks(raw: str) -> tuple[str, str]:
     for tag in root.find_all(_is_link_dense):
         tag.decompose()
     # The <title> less its site suffix ("json — JSON encoder — Python 3.11 documentation" reads as
-    # its first heading "json — JSON encoder"); the first heading when there is no <title>.
+    # its first heading "json — JSON encoder", "What is Ownership? - The Rust Programming Language"
+    # as "What Is Ownership?"); the first heading when there is no <title>.
     heading = root.find(list(_HEADINGS))
     first = _squash(_text(heading)) if heading is not None else ""
-    if first and re.match(rf"{re.escape(first)}\s*[—–|:·-]", page_title):
+    if first and re.match(rf"{re.escape(first)}\s*[—–|:·-]", page_title, re.IGNORECASE):
         page_title = first
     title = page_title or first
     blocks: list[str] = []
@@ -192,7 +193,11 @@ def _emit(element: Tag, blocks: list[str]) -> None:
             if text := _squash(_text(child)):
                 blocks.append(f"{'#' * _HEADINGS[name]} {text}")
         elif name == "pre":
-            code = child.get_text().strip("\n")
+            # One <pre> may hold the same example in several <code> flavours (Node.js: ES module
+            # and CommonJS): each keeps its own lines, not the last of one glued to the next's first.
+            codes = child.find_all("code", recursive=False)
+            flavours = [c.get_text() for c in codes] if len(codes) > 1 else [child.get_text()]
+            code = "\n\n".join(f.strip("\n") for f in flavours if f.strip())
             if code.strip():
                 blocks.append(f"```\n{code.replace('```', '` ` `')}\n```")
         elif name in ("ul", "ol"):

@@ -419,7 +419,10 @@ HEADING_PART_CHARS = 80  # a section path part (an API signature can be 200 char
 
 def chunk_heading(title: str, section: tuple[str, ...]) -> str:
     """ "Title › Chapter › Section": where a chunk sits, stored on it, shown with it and embedded
-    with it. A section whose heading repeats the title (a page's own h1) is not repeated."""
-    parts = [title, *(s for i, s in enumerate(section) if not (i == 0 and s == title))]
+    with it. A section whose heading repeats the title (a page's own h1) is not repeated, whatever
+    spaces either is written with: DocBook writes "4.&nbsp;Memcheck" in the h1 and the title, and
+    every chunk of a Valgrind or PostgreSQL manual page was headed "4. Memcheck › 4. Memcheck › …"."""
+    title, section = " ".join(title.split()), tuple(" ".join(s.split()) for s in section)  # NBSP too
+    parts = [title, *(s for i, s in enumerate(section) if not (i == 0 and s.casefold() == title.casefold()))]
     parts = [p if len(p) <= HEADING_PART_CHARS else p[: HEADING_PART_CHARS - 1] + "…" for p in parts if p]
     return " › ".join(parts)[:500]

@@ -4,6 +4,7 @@ import pytest
 
 from corpus.chunking import chunk_text, parse_blocks, split_sentences
 from corpus.embedder import get_embedder
+from corpus.services import chunk_heading
 
 
 def words(texts):
@@ -100,6 +101,15 @@ def test_chunks_break_at_sections_and_carry_their_path():
     assert chunks[1].text.endswith("### Lost badges\n\nCall security.")  # a small section rides along
     # What is stored reads back as the same blocks.
     assert [b.kind for b in parse_blocks(chunks[1].text)] == ["heading", "paragraph", "heading", "paragraph"]
+
+
+def test_a_heading_path_names_the_page_once_however_its_spaces_are_written():
+    # DocBook (Valgrind, PostgreSQL) writes "4.&nbsp;Memcheck" in the title and the page's h1.
+    title = "4.\xa0Memcheck: a memory error detector"
+    assert chunk_heading(title, ("4. Memcheck: a memory error detector", "4.8.\xa0Memory Pools")) == (
+        "4. Memcheck: a memory error detector › 4.8. Memory Pools"
+    )
+    assert chunk_heading("Guide", ("Parking",)) == "Guide › Parking"
 
 
 def test_code_is_never_split_into_sentences_and_long_code_is_cut_between_lines():

@@ -110,3 +110,25 @@ def test_a_pdf_page_becomes_paragraphs_with_its_headings_apart(tmp_path):
         "Retention",
         "Daily snapshots are kept for fourteen days and weekly ones for eight weeks.",
     ]
+
+
+def test_one_example_in_two_code_flavours_keeps_each_flavours_lines(tmp_path):
+    # Node.js's manual puts an example's ES module and CommonJS forms in one <pre>.
+    page = tmp_path / "http.html"
+    page.write_text(
+        "<html><head><title>HTTP</title></head><body><main><h1>HTTP</h1><p>Connect to a server like this.</p>"
+        '<pre><code class="mjs">import http from "node:http";\nhttp.get(url);</code>'
+        '<code class="cjs">const http = require("node:http");\nhttp.get(url);</code></pre></main></body></html>'
+    )
+    text = only_document(page).text
+    assert '```\nimport http from "node:http";\nhttp.get(url);\n\nconst http = require("node:http");' in text
+
+
+def test_a_page_title_loses_its_site_suffix_whatever_its_case_and_spaces(tmp_path):
+    page = tmp_path / "ownership.html"
+    page.write_text(
+        "<html><head><title>What is\u00a0Ownership? - The Rust Programming Language</title></head><body><main>"
+        "<h1>What Is Ownership?</h1><p>Ownership is a set of rules that govern how memory is managed.</p>"
+        "</main></body></html>"
+    )
+    assert only_document(page).title == "What Is Ownership?"
