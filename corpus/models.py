@@ -47,6 +47,9 @@ class Document(models.Model):
     title = models.CharField(max_length=500)
     source = models.CharField(max_length=1000, help_text="URI or path; unique within its collection.")
     sha256 = models.CharField(max_length=64, help_text="SHA-256 of the extracted text.")
+    chunked_by = models.PositiveSmallIntegerField(
+        default=1, help_text="The version of Cairn's chunking that wrote its chunks (corpus.services.CHUNKING_VERSION)."
+    )
     mime_type = models.CharField(max_length=100)
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.SOURCE)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)

@@ -82,6 +82,14 @@ def curators_group_ensure() -> Group:
     return group
 
 
+# Bumped when the chunks of an unchanged text would come out differently (their windows, section
+# paths or headings): a re-ingest then rewrites every document once, keeping the ids, and so the
+# reputation, of the chunks whose text reappears. 2: a heading path names the page once however
+# its title is spaced (DocBook's "4.&nbsp;Memcheck"), and a title loses its site suffix whatever
+# its case.
+CHUNKING_VERSION = 2
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -141,7 +149,11 @@ def _ingest_batch(
             # A curator took it out: ingesting its source again does not bring it back (restore does).
             report.retracted += 1
             report.outcomes.append(DocumentOutcome(known, "retracted", 0))
-        elif known is not None and known.sha256 == hashes[doc.source]:
+        elif known is not None and (known.sha256, known.title, known.chunked_by) == (
+            hashes[doc.source],
+            doc.title,
+            CHUNKING_VERSION,
+        ):
             report.unchanged += 1
             report.outcomes.append(DocumentOutcome(known, "unchanged", 0))
         else:
@@ -175,13 +187,16 @@ def _ingest_batch(
     for doc in todo:
         if (document := existing.get(doc.source)) is not None:
             document.title, document.sha256, document.updated_at = doc.title, hashes[doc.source], timezone.now()
+            document.chunked_by = CHUNKING_VERSION
             document.mime_type, document.metadata, document.upload = doc.mime_type, doc.metadata, upload
             changed.append(document)
     with transaction.atomic():
         kept = _chunks_kept(
             changed, {doc.source: [p.text for p in doc_pieces] for doc, doc_pieces in zip(todo, pieces)}
         )
-        Document.objects.bulk_update(changed, ["title", "sha256", "mime_type", "metadata", "upload", "updated_at"])
+        Document.objects.bulk_update(
+            changed, ["title", "sha256", "chunked_by", "mime_type", "metadata", "upload", "updated_at"]
+        )
         if changed:
             writebacks_requeue(changed)
         created = Document.objects.bulk_create(
@@ -190,6 +205,7 @@ def _ingest_batch(
                 title=doc.title,
                 source=doc.source,
                 sha256=hashes[doc.source],
+                chunked_by=CHUNKING_VERSION,
                 mime_type=doc.mime_type,
                 metadata=doc.metadata,
                 origin=origin,

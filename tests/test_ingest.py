@@ -53,6 +53,24 @@ def test_a_rerun_changes_nothing(tmp_path):
     assert chunk_ids() == before
 
 
+def test_a_newer_chunking_rewrites_every_document_once_and_keeps_its_chunk_ids(tmp_path):
+    from corpus.services import CHUNKING_VERSION
+
+    ingest(write_corpus(tmp_path))
+    before = chunk_ids()
+    Document.objects.filter(collection__slug="office").update(chunked_by=CHUNKING_VERSION - 1)  # an older Cairn
+    Chunk.objects.filter(id__in=before).update(heading="stale")
+    out, _ = ingest(tmp_path)
+    assert "0 added, 6 updated, 0 unchanged" in out
+    assert chunk_ids() == before  # the same texts: the same chunks, reputation and all
+    assert not Chunk.objects.filter(id__in=before, heading="stale").exists()
+    assert set(Document.objects.filter(collection__slug="office").values_list("chunked_by", flat=True)) == {
+        CHUNKING_VERSION
+    }
+    out, _ = ingest(tmp_path)
+    assert "0 added, 0 updated, 6 unchanged" in out
+
+
 def test_an_edited_file_replaces_its_chunks_and_keeps_the_others(tmp_path):
     ingest(write_corpus(tmp_path))
     handbook = Document.objects.get(title="handbook")
