@@ -97,6 +97,10 @@ class ExtractiveGenerator:
     name = "extractive"
 
     def generate(self, question, evidence, *, warnings=(), temperature=0.0) -> Generation:
+        # Only passages with sentences can be quoted: a VERIFIED chunk that is all code or a
+        # preformatted file (a NEWS list) is evidence for a model, never an extractive answer, and
+        # as the lead it made the answer "not found" beside seven VERIFIED passages of prose.
+        evidence = [e for e in evidence if _strips(e)]
         if not evidence:
             return not_found(self.name)
         accept, max_sentences = settings.CAIRN_ANSWER_THRESHOLD, settings.CAIRN_ANSWER_SENTENCES

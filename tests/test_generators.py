@@ -34,6 +34,14 @@ def test_extractive_answers_from_the_lead_passage_and_cites_it_by_its_response_n
     )
 
 
+def test_a_lead_passage_that_is_all_code_gives_way_to_the_next_with_sentences():
+    # Valgrind's manual: a NEWS file (one preformatted block) ranked first among eight VERIFIED
+    # passages, and the answer was "not found".
+    news = EvidenceText(1, "```\n410743 shmat() calls fail\n413547 regression test fixed\n```", "NEWS")
+    generation = ExtractiveGenerator().generate("When did the museum open?", [news, *EVIDENCE])
+    assert generation.found and generation.cited == [2] and "1889" in generation.text
+
+
 def test_extractive_says_no_passage_states_the_answer_rather_than_quote_the_nearest_sentence():
     generation = ExtractiveGenerator().generate("How many moons does Mars have?", EVIDENCE)
     assert not generation.found and generation.text.startswith(NOT_STATED)
