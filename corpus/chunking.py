@@ -17,7 +17,7 @@ _ABBREVIATIONS = {
     "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "inc", "ltd", "co", "corp",
     "no", "fig", "eq", "al", "approx", "dept", "est", "gen", "gov", "sgt", "col", "lt", "mt",
     "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
-    "e.g", "i.e", "cf", "ca", "u.s", "u.k", "ph.d",
+    "e.g", "i.e", "eg", "ie", "viz", "resp", "cf", "ca", "u.s", "u.k", "ph.d",
 }  # fmt: skip
 # "at 4:05 p.m. UTC (9:05 a.m. PDT)": a time followed by its zone is no boundary; "at 5 p.m. The
 # next day" still is.
@@ -198,6 +198,10 @@ def _sentences(paragraph: str) -> list[str]:
             or re.fullmatch(r"[a-z]", token)
             or (token in _TIME_SUFFIXES and _ZONE_NEXT.match(paragraph, match.end()))
         ):
+            continue
+        # Inside a parenthesis the sentence has not ended: "(for example. 20 to 30 times)".
+        opened = paragraph[start : match.start()]
+        if opened.count("(") > opened.count(")") and ")" not in match.group(0):
             continue
         sentences.append(paragraph[start:end].strip())
         start = match.end()

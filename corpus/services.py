@@ -85,8 +85,8 @@ def curators_group_ensure() -> Group:
 # Bumped when the chunks of an unchanged text would come out differently (their windows, section
 # paths or headings): a re-ingest then rewrites every document once, keeping the ids, and so the
 # reputation, of the chunks whose text reappears. 2: a heading path names the page once however
-# its title is spaced (DocBook's "4.&nbsp;Memcheck"), and a title loses its site suffix whatever
-# its case.
+# its title is spaced (DocBook's "4.&nbsp;Memcheck"), a title loses its site suffix whatever its
+# case, and a period inside parentheses or after "eg"/"ie" ends no sentence.
 CHUNKING_VERSION = 2
 
 

@@ -26,6 +26,23 @@ def test_it_keeps_abbreviations_and_initials_inside_sentences():
     ]
 
 
+def test_a_period_inside_parentheses_ends_no_sentence():
+    # Valgrind's manual: an answer quoted "Your program will run much slower (eg." as a sentence.
+    text = "Your program will run much slower (eg. 20 to 30 times) than normal. It uses more memory."
+    assert split_sentences(text) == [
+        "Your program will run much slower (eg. 20 to 30 times) than normal.",
+        "It uses more memory.",
+    ]
+    assert split_sentences("It was rebuilt (see the history.) Then it reopened.") == [
+        "It was rebuilt (see the history.)",
+        "Then it reopened.",
+    ]
+    assert split_sentences("Use a flag (for example, -v. Quiet runs omit it) to see more. Done.") == [
+        "Use a flag (for example, -v. Quiet runs omit it) to see more.",
+        "Done.",
+    ]
+
+
 def test_a_time_with_its_zone_is_no_boundary():
     # A split here once left "at about 6:44 p.m." without its zone in an answer, which then read wrong.
     text = "It ended at 6:44 p.m. UTC (2:44 p.m. EDT). We met at 5 p.m. The next day it rained."
