@@ -30,6 +30,7 @@ sentences as related, not as the answer.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 STOPWORDS = frozenset(
@@ -163,15 +164,24 @@ def others_joining(
 
 
 def answer_selection(
-    judged: list[tuple[str, float]], *, accept: float, margin: float, max_sentences: int
+    judged: list[tuple[str, float]],
+    *,
+    accept: float,
+    margin: float,
+    max_sentences: int,
+    labels: Sequence[str] | None = None,
 ) -> list[Sentence]:
     """The lead passage's sentences (with their answer-judge scores) that make the answer, in reading
     order: the best, then those accepted or within `margin` x its score, at most `max_sentences`
-    sentences in all (a strip that joined a fragment to its neighbour counts as two). Empty when
-    the passage has no sentences."""
+    sentences in all (a strip that joined a fragment to its neighbour counts as two). With the
+    sentences' `labels` (the heading or term each sits under), one under another label than the
+    best joins only when accepted: a manual's chunk holds several small sections, and the margin
+    let the next function's "Always returns a value greater than zero." pad the answer to "What
+    does os.EOL return on Windows?". Empty when the passage has no sentences."""
     from corpus.chunking import split_sentences
 
     sentences = [Sentence(position, text, score) for position, (text, score) in enumerate(judged)]
+    label = list(labels) if labels is not None else [""] * len(sentences)
     ranked = sorted(sentences, key=lambda s: (-s.score, s.position))
     if not ranked:
         return []
@@ -181,6 +191,8 @@ def answer_selection(
     for s in ranked[1:]:
         if size >= max_sentences or (s.score < accept and s.score < margin * best.score):
             break
+        if s.score < accept and label[s.position] != label[best.position]:
+            continue  # about another section or term of the chunk
         count = len(split_sentences(s.text))
         if _key(s.text) not in seen and size + count <= max_sentences:  # a passage may repeat a sentence
             seen.add(_key(s.text))

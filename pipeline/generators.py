@@ -43,6 +43,7 @@ class EvidenceText:
     sentences: tuple[str, ...] = ()
     judged: tuple[str, ...] = ()  # the same strips under their labels (gate.Strip.labelled): what the judge reads
     relevances: tuple[float, ...] = ()  # the gate's relevance of each strip (0 where not scored)
+    labels: tuple[str, ...] = ()  # the heading or term each strip sits under (gate.Strip.label)
 
 
 @dataclass
@@ -82,6 +83,7 @@ class _Strip:
     text: str
     judged: str  # what the answer judge reads: the strip under its label
     relevance: float  # the gate's strip relevance (0 when not scored)
+    label: str  # the heading or term it sits under ("" in a passage without sections)
 
 
 def _strips(evidence: EvidenceText) -> list[_Strip]:
@@ -90,7 +92,10 @@ def _strips(evidence: EvidenceText) -> list[_Strip]:
     texts = list(evidence.sentences) or strips_of(evidence.text)
     judged = list(evidence.judged) if len(evidence.judged) == len(texts) else texts
     relevances = list(evidence.relevances) if len(evidence.relevances) == len(texts) else [0.0] * len(texts)
-    return [_Strip(evidence.n, i, *triple) for i, triple in enumerate(zip(texts, judged, relevances, strict=True))]
+    labels = list(evidence.labels) if len(evidence.labels) == len(texts) else [""] * len(texts)
+    return [
+        _Strip(evidence.n, i, *fields) for i, fields in enumerate(zip(texts, judged, relevances, labels, strict=True))
+    ]
 
 
 class ExtractiveGenerator:
@@ -117,6 +122,7 @@ class ExtractiveGenerator:
             accept=accept,
             margin=settings.CAIRN_ANSWER_MARGIN,
             max_sentences=max_sentences,
+            labels=[s.label for s in _strips(lead)],
         )
         if not chosen:
             return not_found(self.name)

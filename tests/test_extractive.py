@@ -22,6 +22,18 @@ def test_the_best_sentence_answers_and_close_neighbours_join_in_reading_order():
     assert texts(answer_selection(lead, **SETTINGS)) == [lead[1][0], lead[2][0]]  # 0.30 >= 0.1 x 0.95; 0.02 not
 
 
+def test_a_close_sentence_under_another_heading_does_not_pad_the_answer():
+    # A manual's chunk holds the end of os.EOL and the start of the next function.
+    lead = [("The operating system-specific end-of-line marker: \\r\\n on Windows.", 0.70),
+            ("Always returns a value greater than zero.", 0.40), ("It is a string.", 0.30),
+            ("Returns an estimate of the default amount of parallelism.", 0.95)]  # fmt: skip
+    labels = ["os.EOL", "os.availableParallelism()", "os.EOL", "os.availableParallelism()"]
+    chosen = texts(answer_selection(lead[:3], **SETTINGS, labels=labels[:3]))
+    assert chosen == [lead[0][0], lead[2][0]]  # 0.40 is within the margin, but about another function
+    accepted = texts(answer_selection(lead, **SETTINGS, labels=labels))
+    assert lead[3][0] in accepted and lead[0][0] not in accepted  # the best's own section, and accepted ones
+
+
 def test_an_accepted_sentence_joins_whatever_the_margin_and_the_count_is_capped():
     lead = [("A one.", 0.99), ("B two.", 0.90), ("C three.", 0.89), ("D four.", 0.95)]
     assert texts(answer_selection(lead, **{**SETTINGS, "margin": 1.0})) == ["A one.", "B two.", "D four."]
