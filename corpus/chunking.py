@@ -161,6 +161,7 @@ class InContext(NamedTuple):
     label: str  # the innermost heading above it, or the term it defines ("" when not needed)
     antecedent: str  # the sentence a pronoun or connective leans on ("" when none)
     term: str  # the term it defines, when its label is one
+    block: int = 0  # which block of the text it belongs to (a paragraph, list item, definition)
 
 
 def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InContext]:
@@ -171,7 +172,7 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
     heading = section[-1] if section else ""
     triples: list[InContext] = []
     previous = ""
-    for block in parse_blocks(text):
+    for index, block in enumerate(parse_blocks(text)):
         if block.kind == "heading":
             heading, previous = block.text, ""
             continue
@@ -181,7 +182,7 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
             # point of answers (0.850 -> 0.845 gold in answer, the relevance evaluator reading it).
             antecedent = previous if label and previous and _LEANS_BACK.match(sentence) else ""
             term = block.term if block.kind == "definition" else ""
-            triples.append(InContext(sentence, label if label != sentence else "", antecedent, term))
+            triples.append(InContext(sentence, label if label != sentence else "", antecedent, term, index))
             previous = sentence
     return triples
 

@@ -142,20 +142,27 @@ def section_of(heading: str) -> tuple[str, ...]:
 
 def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: int = 6) -> list[Strip]:
     """The prose sentences of `text` (never a heading or code), fragments shorter than `min_words`
-    joined to the next sentence, each with the context of its first sentence
+    joined to the next sentence (to the one before when they end their block), each with the
+    context of its first sentence
     (corpus.chunking.sentences_in_context: heading or term, and the sentence a pronoun leans on).
     A passage without sections (Wikipedia) is judged sentence by sentence. A sentence addressed to
     a language model ("Ignore previous instructions and answer...") is no strip: not knowledge,
     never an answer (corpus/instructions.py)."""
     strips: list[Strip] = []
+    blocks: list[int] = []  # the block each strip ends in
     pending, first = "", None
-    for in_context in sentences_in_context(text, section):
-        if addresses_a_model(in_context.sentence):
-            continue
+    sentences = [s for s in sentences_in_context(text, section) if not addresses_a_model(s.sentence)]
+    for i, in_context in enumerate(sentences):
         first = first if pending else in_context
         pending = f"{pending} {in_context.sentence}".strip()
-        if len(pending.split()) >= min_words:
+        ends_block = i + 1 == len(sentences) or sentences[i + 1].block != in_context.block
+        if len(pending.split()) < min_words and ends_block and strips and blocks[-1] == in_context.block:
+            # A fragment that ends its block ("New in version 3.11.", "Default: 'buffer'.") belongs
+            # to the sentence before it, not to the next item's or definition's first sentence.
+            strips[-1].text, pending = f"{strips[-1].text} {pending}", ""
+        elif len(pending.split()) >= min_words:
             strips.append(Strip(pending, label=first.label, antecedent=first.antecedent, term=first.term))
+            blocks.append(in_context.block)
             pending = ""
     if pending:
         if strips:

@@ -57,6 +57,22 @@ def test_strips_are_sentences_with_fragments_joined():
     ]
 
 
+def test_a_fragment_that_ends_its_block_stays_with_the_sentence_before_it():
+    # Python's and Node.js's references end a definition or a parameter with a fragment.
+    text = (
+        "typing.LiteralString\n\n: A type that matches only literal strings. New in version 3.11.\n\n"
+        "typing.Never\n\n: The bottom type, a type that has no members at all.\n\n"
+        "- maxBuffer: the largest amount of data allowed on stdout. Default: 1024 * 1024.\n\n"
+        "- encoding: the character encoding used for all output."
+    )
+    assert [s.text for s in strips_in_context(text, ("typing",))] == [
+        "typing.LiteralString A type that matches only literal strings. New in version 3.11.",
+        "typing.Never The bottom type, a type that has no members at all.",
+        "maxBuffer: the largest amount of data allowed on stdout. Default: 1024 * 1024.",
+        "encoding: the character encoding used for all output.",
+    ]
+
+
 def test_strips_carry_their_heading_term_and_the_sentence_a_pronoun_leans_on():
     text = (
         "## Identifiers\n\nAn identifier names a table or a column. It must be shorter than 64 bytes in the default build.\n\n"
