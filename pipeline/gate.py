@@ -20,8 +20,8 @@ or the other chunks pull it down; one below the upper threshold is never VERIFIE
 - consistency: corpus/consistency.py, scored once at ingestion (external passages: on arrival);
 - agreement: 1 - (share of the candidates it was compared with that contradict it). Only pairs
   that could disagree are compared (both relevant, from different documents, sharing at least
-  two content words, one best strip an answer by the answer judge and the other one that could
-  be), so a chunk about other facts neither backs nor dilutes a contradiction. Two candidates contradict
+  two content words, both best strips answers by the answer judge), so a chunk about other facts
+  neither backs nor dilutes a contradiction. Two candidates contradict
   when the NLI model says so in both directions for their best strips (the shipped model
   over-calls contradiction when the premise is the shorter text; requiring both directions
   removes most of that): an outlier that contradicts the majority loses; two candidates that
@@ -362,12 +362,12 @@ class Gate:
             strip.relevance = round(score, 4)
 
     def score_agreement(self, candidates: list[Candidate]) -> None:
-        """Contradictions between relevant candidates that both hold the question's key terms, one
-        of whose best strips states an answer (CAIRN_ANSWER_THRESHOLD) and the other could
-        (CAIRN_ANSWER_STATED_FLOOR): "not awarded to Röntgen" disputes "awarded to Röntgen", but
-        two chunks about different things ("Windows historically has limited path lengths to 260
-        characters." and a note on how sys.path is built, which the NLI model called a
-        contradiction) are not a dispute."""
+        """Contradictions between relevant candidates of different documents that both hold the
+        question's key terms and whose best strips both state an answer (CAIRN_ANSWER_THRESHOLD):
+        "Einstein, not Röntgen, received it" disputes "awarded to Röntgen", but two chunks about
+        different things ("Windows historically has limited path lengths to 260 characters." and a
+        note on how sys.path is built, which the NLI model called a contradiction), a denial that
+        names no one, or two sections of one page are not a dispute."""
         relevant = [c for c in answerable(candidates) if c.relevance >= settings.CAIRN_RELEVANCE_LOWER and c.strips]
         answers = self.answer_judge.score(self.question, [c.best_strip.labelled for c in relevant]).tolist()
         answer = dict(zip((c.n for c in relevant), answers, strict=True))
