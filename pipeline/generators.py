@@ -105,27 +105,27 @@ class ExtractiveGenerator:
         # Only passages with sentences can be quoted: a VERIFIED chunk that is all code or a
         # preformatted file (a NEWS list) is evidence for a model, never an extractive answer, and
         # as the lead it made the answer "not found" beside seven VERIFIED passages of prose.
-        evidence = [e for e in evidence if _strips(e)]
+        strips = {e.n: found for e in evidence if (found := _strips(e))}
+        evidence = [e for e in evidence if e.n in strips]
         if not evidence:
             return not_found(self.name)
         accept, max_sentences = settings.CAIRN_ANSWER_THRESHOLD, settings.CAIRN_ANSWER_SENTENCES
         lead = evidence[0]  # the best-ranked VERIFIED passage; pipeline/extractive.py says when another leads
-        others = sorted((s for e in evidence[1:] for s in _strips(e)), key=lambda s: -s.relevance)[:OTHER_STRIPS]
-        judged = _judged(question, _strips(lead) + others)  # one call for the lead and the others' best
+        others = sorted((s for e in evidence[1:] for s in strips[e.n]), key=lambda s: -s.relevance)[:OTHER_STRIPS]
+        judged = _judged(question, strips[lead.n] + others)  # one call for the lead and the others' best
         lead_sentences, other_sentences = [s for s in judged if s.n == lead.n], [s for s in judged if s.n != lead.n]
         if (switched := lead_switch(lead_sentences, other_sentences, accept=accept)) is not None:
             lead = next(e for e in evidence if e.n == switched)
-            lead_sentences = _judged(question, _strips(lead))
+            lead_sentences = _judged(question, strips[lead.n])
             other_sentences = [s for s in judged if s.n != lead.n]
+        # Never empty: every passage left has sentences.
         chosen = answer_selection(
             [(s.text, s.score) for s in lead_sentences],
             accept=accept,
             margin=settings.CAIRN_ANSWER_MARGIN,
             max_sentences=max_sentences,
-            labels=[s.label for s in _strips(lead)],
+            labels=[s.label for s in strips[lead.n]],
         )
-        if not chosen:
-            return not_found(self.name)
         chosen = [Sentence(s.position, s.text, s.score, lead.n) for s in chosen]
         floor = settings.CAIRN_ANSWER_STATED_FLOOR
         chosen += others_joining(chosen, other_sentences, floor=floor, max_sentences=max_sentences)

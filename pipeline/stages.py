@@ -254,24 +254,18 @@ PREFERRED = {"newer": "newer source", "reputation": "better-rated source"}
 
 def dispute(state: QueryState) -> list[Candidate] | None:
     """Two passages that contradict each other on the answer (the gate's agreement check compares
-    only relevant passages whose best sentences state or could state one; here both must state
-    one, CAIRN_ANSWER_THRESHOLD), one of them relevant enough to answer from (the upper
-    threshold), the preferred side first. Left to agreement alone, both would lose (or five
-    planted passages outvote the one true one) and the reader would get "not found" or the planted
-    answer; shown both, the reader decides."""
+    only passages of different documents whose best sentences the answer judge both accepts as
+    answers: one that merely restates the question, "Many people wonder about …", mostly is not),
+    one of them relevant enough to answer from (the upper threshold), the preferred side first.
+    Left to agreement alone, both would lose (or five planted passages outvote the one true one)
+    and the reader would get "not found" or the planted answer; shown both, the reader decides."""
     by_n = {c.n: c for c in state.candidates}
     relevance = lambda c: c.relevance or 0.0  # noqa: E731
-    # Both sides must state an answer by the answer judge: a side that merely restates the
-    # question ("Many people wonder about …") mostly does not. The passage the most others
-    # contradict goes first (a true one set upon by planted ones), then the most relevant of those
-    # that contradict it.
-    states = lambda c: (c.answer_score or 0.0) >= settings.CAIRN_ANSWER_THRESHOLD  # noqa: E731
-    for first in sorted((c for c in state.candidates if c.contradicted_by and states(c)),
+    # The passage the most others contradict goes first (a true one set upon by planted ones), then
+    # the most relevant of those that contradict it.
+    for first in sorted((c for c in state.candidates if c.contradicted_by),
                         key=lambda c: (-len(c.contradicted_by), -relevance(c))):  # fmt: skip
-        sides = [by_n[n] for n in first.contradicted_by if states(by_n[n])]
-        if not sides:
-            continue
-        second = max(sides, key=relevance)
+        second = max((by_n[n] for n in first.contradicted_by), key=relevance)
         if max(relevance(first), relevance(second)) >= settings.CAIRN_RELEVANCE_UPPER:
             return _preferred_first([first, second])
     return None
