@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.models import Count, F, Q, QuerySet
 from pgvector.django import CosineDistance
 
-from corpus.chunking import BLOCK_PREFIX
+from corpus.chunking import BLOCK_PREFIX, parse_blocks
 from corpus.models import TEXT_SEARCH_CONFIG, Chunk, Collection, Document, Upload
 
 User = AbstractBaseUser | AnonymousUser
@@ -77,7 +77,7 @@ class Passage:
     in blocks, anchored by the chunk's id."""
 
     chunk_id: int
-    blocks: list[tuple[str, str]]  # (kind, text): heading, code, item, definition, row or text
+    blocks: list[tuple[str, str]]  # (kind, text): corpus.chunking.parse_blocks's heading, paragraph, code, ...
 
 
 def document_passages(document: Document) -> list[Passage]:
@@ -85,7 +85,7 @@ def document_passages(document: Document) -> list[Passage]:
     before it (chunking overlaps them): read in order, the passages are the document."""
     passages, previous = [], ""
     for chunk_id, text in document.chunks.order_by("ordinal").values_list("id", "text"):
-        passages.append(Passage(chunk_id, _blocks(_unrepeated(previous, text))))
+        passages.append(Passage(chunk_id, [(b.kind, b.text) for b in parse_blocks(_unrepeated(previous, text))]))
         previous = text
     return passages
 
@@ -94,7 +94,7 @@ def _unrepeated(previous: str, text: str) -> str:
     """`text` without the sentences at its start that `previous` ends with. The repeat may open
     a block of its own ("- ", ": ", "| ") where, in `previous`, it ends a longer one; a block that
     goes on past the repeat keeps its kind."""
-    prefix = text[:2] if text[:2] in _KINDS else ""
+    prefix = text[:2] if text[:2] in BLOCK_PREFIX.values() else ""
     for body in (text, text[len(prefix) :]) if prefix else (text,):
         for start in range(max(0, len(previous) - len(body)), len(previous)):
             if body.startswith(previous[start:]) and (start == 0 or not previous[start - 1].isalnum()):
@@ -103,26 +103,6 @@ def _unrepeated(previous: str, text: str) -> str:
                     return rest
                 return prefix + rest.lstrip()
     return text
-
-
-# A chunk's block syntax (corpus.chunking): headings "# ", fenced code, "- " items, ": " definitions, "| " rows.
-_KINDS = {prefix: kind for kind, prefix in BLOCK_PREFIX.items()}
-
-
-def _blocks(text: str) -> list[tuple[str, str]]:
-    blocks = []
-    for part in re.split(r"(```\n.*?\n```)", text.strip(), flags=re.DOTALL):
-        if part.startswith("```\n") and part.endswith("\n```"):
-            blocks.append(("code", part[4:-4]))
-            continue
-        for block in re.split(r"\n{2,}", part.strip()):
-            if heading := re.match(r"#{1,6} (.+)", block):
-                blocks.append(("heading", heading.group(1)))
-            elif block[:2] in _KINDS:
-                blocks.append((_KINDS[block[:2]], block[2:].strip()))
-            elif block.strip():
-                blocks.append(("text", block.strip()))
-    return blocks
 
 
 def chunks_readable_by(*, user: User) -> QuerySet[Chunk]:

@@ -29,7 +29,7 @@ def test_a_document_page_shows_the_whole_text_once_with_each_chunk_anchored(alic
     chunks = list(document.chunks.order_by("ordinal"))
     assert len(chunks) > 2  # long enough that chunking overlapped sentences
     passages = document_passages(document)
-    shown = " ".join(text for p in passages for kind, text in p.blocks if kind == "text")
+    shown = " ".join(text for p in passages for kind, text in p.blocks if kind == "paragraph")
     assert all(shown.count(sentence) == 1 for sentence in sentences)  # every sentence once: no overlap shown
     assert passages[0].blocks[0] == ("heading", "Forms")
 
@@ -70,7 +70,8 @@ def test_my_questions_lists_only_my_own_answers_searchable_with_my_thumbs(alice,
 
 
 def test_passages_keep_code_whole_show_block_kinds_and_drop_a_repeat_that_opens_a_block():
-    from corpus.selectors import _blocks, _unrepeated
+    from corpus.chunking import parse_blocks
+    from corpus.selectors import _unrepeated
 
     previous = (
         "functools.cmp_to_key(func)\n\n: Transform an old-style comparison function to a key function. "
@@ -81,7 +82,7 @@ def test_passages_keep_code_whole_show_block_kinds_and_drop_a_repeat_that_opens_
     assert _unrepeated(previous, ": This function is primarily used as a transition tool.\n\n| a | b") == "\n\n| a | b"
     assert _unrepeated("Nothing shared here.", text) == text
     code = "# Caching\n\n```\nclass DataSet:\n\n    def mean(self): ...\n```\n\n: New in version 3.8."
-    assert _blocks(code) == [
+    assert [(b.kind, b.text) for b in parse_blocks(code)] == [
         ("heading", "Caching"),
         ("code", "class DataSet:\n\n    def mean(self): ..."),  # a blank line inside code does not end it
         ("definition", "New in version 3.8."),
