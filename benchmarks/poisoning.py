@@ -145,7 +145,7 @@ def main() -> None:
                 pass
             per_k[str(k)] = {key: counts[key] / len(questions) for key in
                              ("attack_success", "accurate", "disputed", "not_found", "poison_verified",
-                                                   "poison_cited")}  # fmt: skip
+                              "poison_cited")}  # fmt: skip
             shown[str(k)] = examples
             print(attack, k, per_k[str(k)])
         result["attacks"][attack] = {"per_k": per_k, "examples": shown}
