@@ -167,14 +167,21 @@ class InContext(NamedTuple):
 def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InContext]:
     """Each prose sentence with what it needs to be judged alone: the innermost heading above it
     (or the term it defines), and, in a sectioned text, the sentence before it when it opens with
-    a pronoun or a connective. `section` is where the text starts (a chunk's section path, title
+    a pronoun or a connective. A definition's term (and another name of the entry on the line
+    above it) is the label of its sentences, never a sentence itself. `section` is where the text starts (a chunk's section path, title
     excluded)."""
     heading = section[-1] if section else ""
     triples: list[InContext] = []
     previous = ""
-    for index, block in enumerate(parse_blocks(text)):
+    blocks = parse_blocks(text)
+    for index, block in enumerate(blocks):
         if block.kind == "heading":
             heading, previous = block.text, ""
+            continue
+        if block.kind == "term" or (index + 1 < len(blocks) and blocks[index + 1].kind == "term" and _names(block)):
+            # A label, not a sentence: its definitions carry it. Read as one, it was glued to the
+            # sentence before ("Corresponds to errno ESRCH. exception TimeoutError") or after ("re.S
+            # Make the '.' special character match...", the entry's other name above its term).
             continue
         label = block.term if block.kind == "definition" and block.term else heading
         for sentence in block_sentences(block):
@@ -185,6 +192,11 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
             triples.append(InContext(sentence, label if label != sentence else "", antecedent, term, index))
             previous = sentence
     return triples
+
+
+def _names(block: Block) -> bool:
+    """A short line that ends no sentence ("re.S", "class csv.Sniffer"): a name, not prose."""
+    return block.kind == "paragraph" and len(block.text.split()) <= 8 and not re.search(r"[.!?:;]$", block.text)
 
 
 def _sentences(paragraph: str) -> list[str]:

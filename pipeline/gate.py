@@ -142,7 +142,8 @@ def section_of(heading: str) -> tuple[str, ...]:
 
 def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: int = 6) -> list[Strip]:
     """The prose sentences of `text` (never a heading or code), fragments shorter than `min_words`
-    joined to the next sentence (to the one before when they end their block), each with the
+    joined to the next sentence of the same entry (to the one before when they end their block;
+    alone when the next sentence sits under another heading or term), each with the
     context of its first sentence
     (corpus.chunking.sentences_in_context: heading or term, and the sentence a pronoun leans on).
     A passage without sections (Wikipedia) is judged sentence by sentence. A sentence addressed to
@@ -153,6 +154,12 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
     pending, first = "", None
     sentences = [s for s in sentences_in_context(text, section) if not addresses_a_model(s.sentence)]
     for i, in_context in enumerate(sentences):
+        if pending and (in_context.label, in_context.term) != (first.label, first.term):
+            # A fragment is not glued across entries: "New in version 3.11." that ends the previous
+            # definition, at a chunk's start, led the next one's answer.
+            strips.append(Strip(pending, label=first.label, antecedent=first.antecedent, term=first.term))
+            blocks.append(sentences[i - 1].block)
+            pending = ""
         first = first if pending else in_context
         pending = f"{pending} {in_context.sentence}".strip()
         ends_block = i + 1 == len(sentences) or sentences[i + 1].block != in_context.block
