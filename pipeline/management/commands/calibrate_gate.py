@@ -1,4 +1,4 @@
-"""python manage.py calibrate_gate [--far 0.05] [--frr 0.05] [--search-budget 0.10] [--auto-publish-far 0.01]"""
+"""python manage.py calibrate_gate [--far 0.05] [--frr 0.05] [--search-budget 0.10] [--auto-publish-far 0.01] [--answer-judge-only]"""
 
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,8 +45,12 @@ class Command(BaseCommand):
             help="Share of hallucinated answers the auto-publish grounding bar may let through (default 0.01).",
         )  # fmt: skip
         parser.add_argument("--output", type=Path, default=settings.CAIRN_CALIBRATION_FILE)
+        parser.add_argument(
+            "--answer-judge-only", action="store_true",
+            help="Recalibrate only the answer judge's thresholds (after retraining it), keeping the others.",
+        )  # fmt: skip
 
-    def handle(self, *args, data, far, frr, search_budget, auto_publish_far, output, **options):
+    def handle(self, *args, data, far, frr, search_budget, auto_publish_far, output, answer_judge_only, **options):
         checked = (
             ("--far", far),
             ("--frr", frr),
@@ -60,6 +64,9 @@ class Command(BaseCommand):
             splits = shared_splits(data)
         except SharedDataMissing as missing:
             raise CommandError(missing.explain("--data")) from missing
+        if answer_judge_only:
+            self._answer_judge_only(data, splits, far=far, frr=frr, output=output)
+            return
 
         # Grounding: P(entailment) of "question + answer" against the knowledge, right vs hallucinated.
         rows, _report = calibration_split(splits["halueval"][1])
@@ -89,14 +96,8 @@ class Command(BaseCommand):
         upper = upper_threshold(stacked[passage_labels == 0], list(best.values()), far=far, search_budget=search_budget)
         lower = min(threshold_for_false_rejection(stacked[passage_labels == 1], frr), upper)
 
-        # The answer judge: does this sentence state the answer? Its negatives are the same passage's
-        # other sentences (pipeline/answer_data.py): at most `far` of them accepted.
-        judged = answer_judge_sets(data, splits)["calibration"]
-        judge_scores = score_pairs(get_answer_judge(), judged)
-        judge_labels = np.array([p.label for p in judged])
-        answer_threshold = threshold_for_false_acceptance(judge_scores[judge_labels == 0], far)
-        # Below the floor even the best sentence states nothing: at most `frr` of answer sentences are.
-        stated_floor = min(threshold_for_false_rejection(judge_scores[judge_labels == 1], frr), answer_threshold)
+        judge, judge_checks = _answer_judge_thresholds(data, splits, far=far, frr=frr)
+        answer_threshold, stated_floor = judge["answer_threshold"], judge["answer_stated_floor"]
 
         values = {
             "grounding_threshold": grounding,
@@ -123,9 +124,7 @@ class Command(BaseCommand):
                 "positives_at_or_below_lower": float(np.mean(stacked[passage_labels == 1] <= lower)),
                 "questions": len(best),
                 "questions_below_upper": float(np.mean(np.array(list(best.values())) < upper)),
-                "answer_judge_pairs": len(judged),
-                "answer_judge_answers_accepted": float(np.mean(judge_scores[judge_labels == 1] > answer_threshold)),
-                "answer_judge_others_accepted": float(np.mean(judge_scores[judge_labels == 0] > answer_threshold)),
+                **judge_checks,
             },
             "nli_model": _shown(settings.CAIRN_NLI_MODEL),
             "relevance_model": _shown(settings.CAIRN_RELEVANCE_MODEL),
@@ -151,6 +150,43 @@ class Command(BaseCommand):
             f"relevance upper {upper:.3f} / lower {lower:.3f} (stack {stack}), "
             f"answer judge > {answer_threshold:.3f} (stated floor {stated_floor:.3f}); wrote {output}"
         )
+
+    def _answer_judge_only(self, data, splits, *, far, frr, output) -> None:
+        before = read_calibration(output)
+        judge, checks = _answer_judge_thresholds(data, splits, far=far, frr=frr)
+        values = {
+            **{k: v for k, v in before.items() if k != "answer_stated_floor_calibrated_at"}, **judge,
+            "answer_model": _shown(settings.CAIRN_ANSWER_MODEL),
+            "answer_threshold_calibrated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "on_calibration_data": {**before.get("on_calibration_data", {}), **checks},
+        }  # fmt: skip
+        write_calibration(output, values)
+        audit("thresholds.calibrate", ("calibration", _shown(output)),
+              summary="calibrate_gate --answer-judge-only wrote the answer judge's thresholds",
+              before={k: before.get(k) for k in judge}, after=judge)  # fmt: skip
+        self.stdout.write(
+            f"answer judge > {judge['answer_threshold']:.3f} (stated floor {judge['answer_stated_floor']:.3f}; "
+            f"answers accepted {checks['answer_judge_answers_accepted']:.1%}, others "
+            f"{checks['answer_judge_others_accepted']:.1%}); wrote {output}"
+        )
+
+
+def _answer_judge_thresholds(data: Path, splits, *, far: float, frr: float) -> tuple[dict, dict]:
+    """The answer judge's thresholds and what they accept on the calibration part. Does this
+    sentence state the answer? Its negatives are the same passage's other sentences
+    (pipeline/answer_data.py): at most `far` of them accepted. Below the stated floor even the best
+    sentence states nothing: at most `frr` of answer sentences are."""
+    judged = answer_judge_sets(data, splits)["calibration"]
+    scores = score_pairs(get_answer_judge(), judged)
+    labels = np.array([p.label for p in judged])
+    threshold = threshold_for_false_acceptance(scores[labels == 0], far)
+    floor = min(threshold_for_false_rejection(scores[labels == 1], frr), threshold)
+    checks = {
+        "answer_judge_pairs": len(judged),
+        "answer_judge_answers_accepted": float(np.mean(scores[labels == 1] > threshold)),
+        "answer_judge_others_accepted": float(np.mean(scores[labels == 0] > threshold)),
+    }
+    return {"answer_threshold": threshold, "answer_stated_floor": floor}, checks
 
 
 def _shown(path: Path) -> str:
