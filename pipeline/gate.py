@@ -77,19 +77,24 @@ class Strip:
     def shown(self) -> str:
         """The strip as an answer quotes it: a definition's sentence with its term when it does not
         name it ("class asyncio.TaskGroup: All tasks are awaited when the context manager exits.")."""
-        return f"{self.term}: {self.text}" if self.term and self.term.lower() not in self.text.lower() else self.text
+        return _under(self.term, self.text) if self.term and self.term.lower() not in self.text.lower() else self.text
 
     @property
     def judged(self) -> str:
         """What the relevance evaluator reads (refinement, agreement): the strip under its label,
         after the sentence a pronoun leans on, so "It must be shorter than 8000 bytes." is kept."""
-        return " ".join(p for p in (f"{self.label}:" if self.label else "", self.antecedent, self.text) if p)
+        return _under(self.label, " ".join(p for p in (self.antecedent, self.text) if p))
 
     @property
     def labelled(self) -> str:
         """What the answer judge reads: the strip under its label, without the antecedent (read by
         the judge too, it made the pronoun's sentence win: NQ gold in answer 0.850 -> 0.835)."""
-        return f"{self.label}: {self.text}" if self.label else self.text
+        return _under(self.label, self.text)
+
+
+def _under(label: str, text: str) -> str:
+    """`text` under its heading or term; a field list's "Author:" is not doubled into "Author::"."""
+    return f"{label.rstrip(':')}: {text}" if label else text
 
 
 @dataclass

@@ -86,6 +86,9 @@ def test_a_fragment_is_never_glued_to_another_entry():
         ("Make the '.' special character match any character at all, including a newline.", "re.DOTALL"),
     ]
     assert strips[1].shown.startswith("re.DOTALL: Make the '.'")
+    # A field list's name keeps one colon: "Author: Andrew Dalke…", never "Author:: Andrew Dalke…".
+    (field,) = strips_in_context("Author:\n\n: Andrew Dalke and Raymond Hettinger wrote this guide.", ("Sorting",))
+    assert field.shown == field.labelled == "Author: Andrew Dalke and Raymond Hettinger wrote this guide."
 
 
 def test_strips_carry_their_heading_term_and_the_sentence_a_pronoun_leans_on():
