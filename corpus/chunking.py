@@ -178,7 +178,7 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
         if block.kind == "heading":
             heading, previous = block.text, ""
             continue
-        if block.kind == "term" or (index + 1 < len(blocks) and blocks[index + 1].kind == "term" and _names(block)):
+        if block.kind == "term" or _names_next_term(blocks, index):
             # A label, not a sentence: its definitions carry it. Read as one, it was glued to the
             # sentence before ("Corresponds to errno ESRCH. exception TimeoutError") or after ("re.S
             # Make the '.' special character match...", the entry's other name above its term).
@@ -194,9 +194,14 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
     return triples
 
 
-def _names(block: Block) -> bool:
-    """A short line that ends no sentence ("re.S", "class csv.Sniffer"): a name, not prose."""
-    return block.kind == "paragraph" and len(block.text.split()) <= 8 and not re.search(r"[.!?:;]$", block.text)
+def _names_next_term(blocks: list[Block], index: int) -> bool:
+    """Is blocks[index] another name of the entry whose term follows: a short line that ends no
+    sentence ("re.S" above "re.DOTALL", Sphinx's signatures of one entry), not prose?"""
+    block = blocks[index]
+    return (
+        index + 1 < len(blocks) and blocks[index + 1].kind == "term" and block.kind == "paragraph"
+        and len(block.text.split()) <= 8 and not re.search(r"[.!?:;]$", block.text)
+    )  # fmt: skip
 
 
 def _sentences(paragraph: str) -> list[str]:
@@ -239,6 +244,12 @@ class _Unit:
     kind: str
     section: tuple[str, ...]
     level: int = 0
+    name: bool = False  # another name of the entry whose term follows ("re.S" above "re.DOTALL")
+
+    @property
+    def opens_entry(self) -> bool:
+        """A definition's term or a name above it: like a heading, it goes with what follows it."""
+        return self.kind == "term" or self.name
 
 
 def chunk_text(
@@ -266,16 +277,26 @@ def chunk_text(
     fresh = False  # whether the window holds a unit no earlier chunk has emitted
     for unit in units:
         size = sum(u.tokens for u in window)
+        # What goes with the unit that follows it: headings, an entry's term and other names.
+        leading = list(itertools.takewhile(lambda u: u.kind == "heading" or u.opens_entry, reversed(window)))[::-1]
         if unit.kind == "heading" and window and size >= max_tokens // 4:
             if fresh:
                 chunks.append(_render(window))
             window = []
+        elif unit.kind == "term" and window and size - sum(u.tokens for u in leading) >= max_tokens // 4:
+            # A definition list (a glossary, a list of settings) breaks between entries as a page
+            # breaks between sections (small ones share a chunk), each chunk headed by its first
+            # entry's term: a chunk of eight glossary entries was headed by none of them, the first
+            # one's term left dangling at the end of the chunk before. Its other names come along.
+            body = window[: len(window) - len(leading)]
+            if fresh:
+                chunks.append(_render(body))
+            window = leading
         elif window and size + unit.tokens > max_tokens:
-            headings = list(itertools.takewhile(lambda u: u.kind == "heading", reversed(window)))[::-1]
-            body = window[: len(window) - len(headings)]  # a heading goes with what follows it
+            body = window[: len(window) - len(leading)]
             if fresh and body:
                 chunks.append(_render(body))
-            window = headings or _overlap_tail(body, overlap_tokens, unit.section)
+            window = leading or _overlap_tail(body, overlap_tokens, unit.section)
             while window and sum(u.tokens for u in window) + unit.tokens > max_tokens:
                 window.pop(0)
         window.append(unit)
@@ -299,10 +320,11 @@ def _units(blocks: list[Block], count_tokens, split_tokens, max_tokens: int) -> 
         if block.kind == "definition" and block.term:
             section = (*section, block.term)
         texts = [block.text] if block.kind in ("code", "heading") else block_sentences(block)
-        pieces += [(t, index, block, section) for t in texts]
+        name = _names_next_term(blocks, index)
+        pieces += [(t, index, block, section, name) for t in texts]
     counts = count_tokens([p[0] for p in pieces]) if pieces else []
     units: list[_Unit] = []
-    for (piece, index, block, section), count in zip(pieces, counts, strict=True):
+    for (piece, index, block, section, name), count in zip(pieces, counts, strict=True):
         if count <= max_tokens:
             parts = [(piece, count)]
         elif block.kind == "code":
@@ -310,7 +332,7 @@ def _units(blocks: list[Block], count_tokens, split_tokens, max_tokens: int) -> 
         else:
             cut = split_tokens(piece, max_tokens)
             parts = list(zip(cut, count_tokens(cut), strict=True))
-        units += [_Unit(t, c, index, block.kind, section, block.level) for t, c in parts]
+        units += [_Unit(t, c, index, block.kind, section, block.level, name) for t, c in parts]
     return units
 
 
@@ -366,5 +388,7 @@ def _render(window: list[_Unit]) -> ChunkText:
             blocks.append("```\n" + "\n".join(u.text for u in units) + "\n```")
         else:
             blocks.append(BLOCK_PREFIX.get(first.kind, "") + " ".join(u.text for u in units))
-    section = next((u.section for u in window if u.kind != "heading"), window[0].section)
+    # Where it sits: under its first entry's term when it opens with one (the term's own unit
+    # carries only the headings above it).
+    section = next((u.section for u in window if u.kind != "heading" and not u.opens_entry), window[0].section)
     return ChunkText(text="\n\n".join(blocks), token_count=sum(u.tokens for u in window), section=section)

@@ -86,8 +86,9 @@ def curators_group_ensure() -> Group:
 # paths or headings): a re-ingest then rewrites every document once, keeping the ids, and so the
 # reputation, of the chunks whose text reappears. 2: a heading path names the page once however
 # its title is spaced (DocBook's "4.&nbsp;Memcheck"), a title loses its site suffix whatever its
-# case, and a period inside parentheses or after "eg"/"ie" ends no sentence.
-CHUNKING_VERSION = 2
+# case, and a period inside parentheses or after "eg"/"ie" ends no sentence. 3: a definition list
+# breaks between entries as a page between sections, each chunk headed by its first entry's term.
+CHUNKING_VERSION = 3
 
 
 def sha256_text(text: str) -> str:

@@ -120,6 +120,24 @@ def test_chunks_break_at_sections_and_carry_their_path():
     assert [b.kind for b in parse_blocks(chunks[1].text)] == ["heading", "paragraph", "heading", "paragraph"]
 
 
+def test_a_definition_list_breaks_between_entries_each_headed_by_its_term():
+    entry = "says what the setting does in a dozen plain words for its readers."
+    text = (
+        "# Settings\n\nAuthor:\n\n: Ann.\n\nRelease:\n\n: 0.1\n\n"  # tiny entries share a chunk
+        + "".join(f"setting_{i}\n\n: Setting {i} {entry} Its default is {i}.\n\n" for i in range(3))
+        + "re.S\n\nre.DOTALL\n\n: Make the dot match any character at all, including a newline."
+    )
+    chunks = chunk_text(text, count_tokens=words, split_tokens=split_words, max_tokens=80, overlap_tokens=10)
+    assert [c.section for c in chunks] == [
+        ("Settings", "Author:"), ("Settings", "setting_1"), ("Settings", "setting_2"), ("Settings", "re.DOTALL"),
+    ]  # fmt: skip
+    assert chunks[0].text.endswith("Its default is 0.")  # the tiny entries ride along with the first real one
+    # Each chunk opens with its entry's term (and the entry's other names), never ends with the next's.
+    assert chunks[1].text.startswith("setting_1\n\n: Setting 1") and chunks[1].text.endswith("Its default is 1.")
+    assert chunks[-1].text.startswith("re.S\n\nre.DOTALL\n\n: Make the dot")
+    assert [b.kind for b in parse_blocks(chunks[-1].text)] == ["paragraph", "term", "definition"]
+
+
 def test_a_heading_path_names_the_page_once_however_its_spaces_are_written():
     # DocBook (Valgrind, PostgreSQL) writes "4.&nbsp;Memcheck" in the title and the page's h1.
     title = "4.\xa0Memcheck: a memory error detector"
