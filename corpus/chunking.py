@@ -168,8 +168,8 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
     """Each prose sentence with what it needs to be judged alone: the innermost heading above it
     (or the term it defines), and, in a sectioned text, the sentence before it when it opens with
     a pronoun or a connective. A definition's term (and another name of the entry on the line
-    above it) is the label of its sentences, never a sentence itself. `section` is where the text starts (a chunk's section path, title
-    excluded)."""
+    above it) is the label of its sentences, never a sentence itself. `section` is where the text
+    starts (a chunk's section path, title excluded)."""
     heading = section[-1] if section else ""
     triples: list[InContext] = []
     previous = ""
