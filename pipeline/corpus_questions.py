@@ -182,10 +182,10 @@ def relevance_pairs(
     for chunk in chunks:
         by_document.setdefault(chunk.document_id, []).append(chunk)
     position = {chunk.id: i for siblings in by_document.values() for i, chunk in enumerate(siblings)}
-    texts = {chunk.id: chunk for chunk in chunks}
+    by_id = {chunk.id: chunk for chunk in chunks}
     pairs = []
     for q in questions:
-        own = texts[q.chunk_id]
+        own = by_id[q.chunk_id]
         siblings = by_document[own.document_id]
         here = position[own.id]
         key = q.subject.lower().split(".")[-1]

@@ -158,13 +158,19 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
     blocks: list[int] = []  # the block each strip ends in
     pending, first = "", None
     sentences = [s for s in sentences_in_context(text, section) if not addresses_a_model(s.sentence)]
+
+    def close(block: int) -> None:
+        """`pending` becomes a strip, in the context of its first sentence."""
+        nonlocal pending
+        strips.append(Strip(pending, label=first.label, antecedent=first.antecedent, term=first.term))
+        blocks.append(block)
+        pending = ""
+
     for i, in_context in enumerate(sentences):
         if pending and (in_context.label, in_context.term) != (first.label, first.term):
             # A fragment is not glued across entries: "New in version 3.11." that ends the previous
             # definition, at a chunk's start, led the next one's answer.
-            strips.append(Strip(pending, label=first.label, antecedent=first.antecedent, term=first.term))
-            blocks.append(sentences[i - 1].block)
-            pending = ""
+            close(sentences[i - 1].block)
         first = first if pending else in_context
         pending = f"{pending} {in_context.sentence}".strip()
         ends_block = i + 1 == len(sentences) or sentences[i + 1].block != in_context.block
@@ -173,14 +179,12 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
             # to the sentence before it, not to the next item's or definition's first sentence.
             strips[-1].text, pending = f"{strips[-1].text} {pending}", ""
         elif len(pending.split()) >= min_words:
-            strips.append(Strip(pending, label=first.label, antecedent=first.antecedent, term=first.term))
-            blocks.append(in_context.block)
-            pending = ""
+            close(in_context.block)
     if pending:
         if strips:
             strips[-1].text = f"{strips[-1].text} {pending}"
         else:
-            strips.append(Strip(pending, label=first.label, antecedent=first.antecedent, term=first.term))
+            close(sentences[-1].block)
     return strips
 
 
