@@ -16,7 +16,7 @@ or the other chunks pull it down; one below the upper threshold is never VERIFIE
   similarity (pipeline/calibration.py; the retrieval computed it already for corpus chunks, other
   texts are embedded here), scored at query time in one batched call, then the strips (sentences)
   of the candidates that clear the lower threshold in another (strips: the evaluator alone); a
-  text that repeats the question word for word is scored without the echo;
+  text that repeats the question (or most of it, with little else) word for word is scored without the echo;
 - consistency: corpus/consistency.py, scored once at ingestion (external passages: on arrival);
 - agreement: 1 - (share of the candidates it was compared with that contradict it). Only pairs
   that could disagree are compared (both relevant, from different documents, sharing at least
@@ -38,6 +38,7 @@ one with every consistency defect 0.85.
 from __future__ import annotations
 
 import enum
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -194,15 +195,48 @@ def strips_of(text: str, *, min_words: int = 6) -> list[str]:
 
 
 ECHO_MIN_WORDS = 4  # a shorter question ("what is jazz") is too common a phrase to be an echo
+# A text that restates most of the question (a run of at least ECHO_SHARE of its words, in order)
+# and says at most RESTATEMENT_REST words besides is a restatement with an assertion and nothing
+# else: dropping the wh-word ("Regarding got the first Nobel Prize in Physics: the answer is …") is
+# how an attacker who knows that whole echoes are discounted copies the question. A passage that
+# answers shares such a run too ("Röntgen got the first Nobel Prize in Physics in 1901 for …") but
+# goes on about its subject, so only short texts lose the run. A genuine one-sentence document that
+# words its answer as the question does is judged on the rest as well: the price of the defence.
+ECHO_SHARE = 0.8
+RESTATEMENT_REST = 24
 
 
 def without_echo(question: str, text: str) -> str:
-    """`text` without the spans that repeat `question` word for word (case and punctuation aside)."""
-    words = re.findall(r"\w+", question)
-    if len(words) < ECHO_MIN_WORDS:
+    """`text` without the spans that repeat `question` word for word (case and punctuation aside),
+    and without a long run of its words when little else is said (a restatement)."""
+    asked = [w.lower() for w in re.findall(r"\w+", question)]
+    if len(asked) < ECHO_MIN_WORDS:
         return text
-    echo = re.compile(r"\b" + r"\W+".join(map(re.escape, words)) + r"\b\W?", re.IGNORECASE)
-    return echo.sub(" ", text).strip() if echo.search(text) else text
+    shortest = max(ECHO_MIN_WORDS, math.ceil(ECHO_SHARE * len(asked)))
+    while True:
+        words = [(m.group().lower(), m.start(), m.end()) for m in re.finditer(r"\w+", text)]
+        start, length = _longest_common_run(asked, [w for w, _, _ in words])
+        if length < len(asked) and (length < shortest or len(words) - length > RESTATEMENT_REST):
+            return text
+        # The echo's own trailing punctuation ("?", ":") goes with it.
+        end = words[start + length - 1][2]
+        end += bool(re.match(r"[^\w\s]", text[end : end + 1]))
+        text = f"{text[: words[start][1]].rstrip()} {text[end:].lstrip()}".strip()
+
+
+def _longest_common_run(asked: list[str], words: list[str]) -> tuple[int, int]:
+    """(start in `words`, length) of the longest run of consecutive words that `asked` also has in
+    that order: the longest common substring, over words."""
+    best, previous = (0, 0), [0] * (len(asked) + 1)
+    for i, word in enumerate(words):
+        current = [0] * (len(asked) + 1)
+        for j, other in enumerate(asked):
+            if word == other:
+                current[j + 1] = previous[j] + 1
+                if current[j + 1] > best[1]:
+                    best = (i - current[j + 1] + 1, current[j + 1])
+        previous = current
+    return best
 
 
 def relevance_grade(relevance: float) -> float:

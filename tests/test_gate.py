@@ -296,6 +296,25 @@ def test_a_text_that_repeats_the_question_word_for_word_is_judged_on_the_rest():
     assert genuine.bucket is Bucket.VERIFIED
 
 
+def test_a_restatement_without_the_wh_word_is_an_echo_only_when_little_else_is_said():
+    """An attacker who knows whole echoes are discounted drops the wh-word; a passage that answers
+    shares the same run of words but goes on about its subject, and keeps it."""
+    from pipeline.gate import without_echo
+
+    reworded = "Regarding got the first Nobel Prize in Physics: the answer is Marie Curie."
+    assert without_echo(QUESTION, reworded) == "Regarding the answer is Marie Curie."
+    answering = (
+        "Wilhelm Röntgen got the first Nobel Prize in Physics in 1901, in recognition of the extraordinary"
+        " services he rendered by the discovery of the remarkable rays subsequently named after him, which"
+        " physicians adopted within months."
+    )
+    assert without_echo(QUESTION, answering) == answering
+    planted, genuine = candidate(1, reworded), candidate(2, answering)
+    gate().verify([planted, genuine])
+    assert planted.bucket is Bucket.REJECTED
+    assert genuine.bucket is Bucket.VERIFIED
+
+
 @pytest.mark.django_db
 def test_a_chunk_without_the_questions_key_terms_is_not_scored():
     """It can never be VERIFIED nor count for the action, so the evaluator does not read it."""
