@@ -17,7 +17,7 @@ _ABBREVIATIONS = {
     "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "inc", "ltd", "co", "corp",
     "no", "fig", "eq", "al", "approx", "dept", "est", "gen", "gov", "sgt", "col", "lt", "mt",
     "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
-    "e.g", "i.e", "eg", "ie", "viz", "resp", "cf", "ca", "u.s", "u.k", "ph.d",
+    "e.g", "i.e", "eg", "ie", "viz", "resp", "cf", "ca", "u.s", "u.k", "ph.d", "a.k.a", "aka",
 }  # fmt: skip
 # "at 4:05 p.m. UTC (9:05 a.m. PDT)": a time followed by its zone is no boundary; "at 5 p.m. The
 # next day" still is.

@@ -88,7 +88,8 @@ def curators_group_ensure() -> Group:
 # its title is spaced (DocBook's "4.&nbsp;Memcheck"), a title loses its site suffix whatever its
 # case, and a period inside parentheses or after "eg"/"ie" ends no sentence. 3: a definition list
 # breaks between entries as a page between sections, each chunk headed by its first entry's term.
-CHUNKING_VERSION = 3
+# 4: "a.k.a." ends no sentence.
+CHUNKING_VERSION = 4
 
 
 def sha256_text(text: str) -> str:

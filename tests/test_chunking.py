@@ -24,6 +24,11 @@ def test_it_keeps_abbreviations_and_initials_inside_sentences():
         "Did he return?",
         "Yes.",
     ]
+    assert split_sentences("The module (a.k.a. the loader) reads it. Then it runs.") == [
+        "The module (a.k.a. the loader) reads it.",
+        "Then it runs.",
+    ]
+    assert split_sentences("Guido van Rossum, a.k.a. BDFL, wrote it.") == ["Guido van Rossum, a.k.a. BDFL, wrote it."]
 
 
 def test_a_period_inside_parentheses_ends_no_sentence():

@@ -2,6 +2,7 @@
 what they ask, which sentence answers them, and which sections are their hard negatives."""
 
 import pytest
+from django.core.management.base import CommandError
 
 from pipeline.corpus_questions import (
     SectionChunk,
@@ -121,3 +122,21 @@ def test_training_pairs_come_from_an_ingested_collection_and_an_empty_one_is_ref
 
     with pytest.raises(NoSectionQuestions, match="--from-corpus nothing"):
         collections_training_pairs(["nothing"], lambda qs, _chunks: answer_pairs(qs), ANSWER_LABELS)
+
+
+@pytest.mark.django_db
+def test_a_retracted_documents_chunks_teach_nothing(tmp_path):
+    """--from-corpus reads active documents only, for all three judges (collection_chunks)."""
+    from django.core.management import call_command
+
+    from corpus.lineage import document_retract
+    from corpus.models import Document
+    from pipeline.corpus_questions import collection_chunks
+
+    (tmp_path / "settings.md").write_text(SETTINGS_MARKDOWN)
+    call_command("ingest", str(tmp_path), collection="handbook", verbosity=0)
+    assert collection_chunks("handbook")
+    document_retract(Document.objects.get(collection__slug="handbook"), reason="superseded")
+    assert collection_chunks("handbook") == []
+    with pytest.raises(CommandError, match="--from-corpus handbook: no chunks of active documents"):
+        call_command("train_nli", from_corpus="handbook", data=tmp_path / "no-shared-data")  # refused before reading it

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from corpus.models import Chunk
+from pipeline.corpus_questions import collection_chunks
 from pipeline.nli_data import DEFAULT_DATA, LABELS, SharedDataMissing, nli_training_pairs, shared_splits
 from pipeline.training import add_training_arguments, train_command
 
@@ -28,15 +28,16 @@ class Command(BaseCommand):
         add_training_arguments(parser, output=str(settings.CAIRN_NLI_MODEL), epochs=3, batch_size=16)
 
     def handle(self, *args, data, from_corpus, base, output, seed, **options):
+        passages = []
+        if from_corpus:
+            # Active documents only: a retracted one's text must not teach the verifier.
+            passages = [chunk.text for chunk in collection_chunks(from_corpus)]
+            if not passages:
+                raise CommandError(f"--from-corpus {from_corpus}: no chunks of active documents in that collection")
         try:
             splits = shared_splits(data)
         except SharedDataMissing as missing:
             raise CommandError(missing.explain("--data")) from missing
-        passages = []
-        if from_corpus:
-            passages = list(Chunk.objects.filter(document__collection__slug=from_corpus).values_list("text", flat=True))
-            if not passages:
-                raise CommandError(f"--from-corpus {from_corpus}: no chunks in that collection")
         pairs = nli_training_pairs(splits, seed=seed, corpus_passages=passages)
         train_command(
             self.stdout,
