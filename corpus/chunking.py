@@ -156,6 +156,11 @@ _LEANS_BACK = re.compile(
 )
 
 
+def leans_back(sentence: str) -> bool:
+    """Whether `sentence` opens with a word that leans on the sentence before it."""
+    return bool(_LEANS_BACK.match(sentence))
+
+
 class InContext(NamedTuple):
     sentence: str
     label: str  # the innermost heading above it, or the term it defines ("" when not needed)
@@ -187,7 +192,7 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
         for sentence in block_sentences(block):
             # Only under a heading or term: in a Wikipedia-style passage the antecedent cost NQ a
             # point of answers (0.850 -> 0.845 gold in answer, the relevance evaluator reading it).
-            antecedent = previous if label and previous and _LEANS_BACK.match(sentence) else ""
+            antecedent = previous if label and previous and leans_back(sentence) else ""
             term = block.term if block.kind == "definition" else ""
             triples.append(InContext(sentence, label if label != sentence else "", antecedent, term, index))
             previous = sentence
