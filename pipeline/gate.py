@@ -212,9 +212,11 @@ def without_echo(question: str, text: str) -> str:
     asked = [w.lower() for w in re.findall(r"\w+", question)]
     if len(asked) < ECHO_MIN_WORDS:
         return text
-    shortest = max(ECHO_MIN_WORDS, math.ceil(ECHO_SHARE * len(asked)))
+    shortest, vocabulary = max(ECHO_MIN_WORDS, math.ceil(ECHO_SHARE * len(asked))), set(asked)
     while True:
         words = [(m.group().lower(), m.start(), m.end()) for m in re.finditer(r"\w+", text)]
+        if sum(w in vocabulary for w, _, _ in words) < shortest:
+            return text  # too few of the question's words for a run (most texts: skip the search)
         start, length = _longest_common_run(asked, [w for w, _, _ in words])
         if length < len(asked) and (length < shortest or len(words) - length > RESTATEMENT_REST):
             return text
