@@ -172,15 +172,20 @@ def words(text: str) -> set[str]:
 
 
 def ollama_replay(reply_for) -> tuple[ThreadingHTTPServer, str]:
-    """Ollama's /api/chat (non-streamed, as pipeline.generators.OllamaGenerator calls it) and
-    /api/tags; `reply_for(prompt)` scripts the model's reply. A copy of tests/loopback.py's server,
-    cut to what the answer path uses (benchmarks do not import tests)."""
+    """Ollama's /api/chat, streamed (NDJSON, as pipeline.generators.OllamaGenerator calls it since
+    answers stream) or not, and /api/tags; `reply_for(prompt)` scripts the model's reply. A copy of
+    tests/loopback.py's server, cut to what the answer path uses (benchmarks do not import tests).
+    Serving only the plain call once made every HaluEval answer fall back to extractive quotes
+    (`generator_fallbacks` in the results), which the replay then mislabelled."""
 
     class Handler(BaseHTTPRequestHandler):
-        def _send(self, status: int, payload: dict) -> None:
-            data = json.dumps(payload).encode()
+        def _send(self, status: int, payload: dict | list) -> None:
+            streamed = isinstance(payload, list)
+            data = (
+                b"".join(json.dumps(p).encode() + b"\n" for p in payload) if streamed else json.dumps(payload).encode()
+            )
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", "application/x-ndjson" if streamed else "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -193,13 +198,19 @@ def ollama_replay(reply_for) -> tuple[ThreadingHTTPServer, str]:
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            if self.path != "/api/chat" or body.get("stream"):
-                self._send(404, {"error": f"not served here: {self.path} stream={body.get('stream')}"})
+            if self.path != "/api/chat":
+                self._send(404, {"error": f"not served here: {self.path}"})
                 return
             content = reply_for(body["messages"][-1]["content"])
-            self._send(200, {"model": body.get("model", ""), "created_at": "2026-11-22T00:00:00Z",
-                             "message": {"role": "assistant", "content": content},
-                             "done": True, "done_reason": "stop", "total_duration": 1000, "eval_count": 1})  # fmt: skip
+            meta = {"model": body.get("model", ""), "created_at": "2026-11-22T00:00:00Z"}
+            done = meta | {"done": True, "done_reason": "stop", "total_duration": 1000, "eval_count": 1}
+            message = lambda text: {"message": {"role": "assistant", "content": text}}  # noqa: E731
+            if body.get("stream", True):  # Ollama streams unless told not to
+                pieces = [w + " " for w in content.split(" ")]
+                pieces[-1] = pieces[-1].rstrip(" ")
+                self._send(200, [meta | message(p) | {"done": False} for p in pieces] + [done | message("")])
+            else:
+                self._send(200, done | message(content))
 
         def log_message(self, *args):
             pass
