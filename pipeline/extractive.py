@@ -191,34 +191,34 @@ def answer_selection(
     best = ranked[0]
     chosen: list[Sentence] = []
     seen: set[str] = set()
+    size = 0  # sentences chosen (a strip that joined a fragment to its neighbour counts as two)
+
+    def worthy(s: Sentence) -> bool:
+        return s.score >= accept or s.score >= margin * best.score
 
     def fits(s: Sentence) -> bool:
-        size = sum(len(split_sentences(c.text)) for c in chosen)
         return _key(s.text) not in seen and size + len(split_sentences(s.text)) <= max_sentences
+
+    def add(s: Sentence) -> None:
+        nonlocal size
+        seen.add(_key(s.text))
+        chosen.append(s)
+        size += len(split_sentences(s.text))
 
     def take(s: Sentence) -> None:
         """`s`, then the sentence after it when that one leans on it ("The epoch is the point where
         the time starts. It is January 1, 1970."): the judge rates such a sentence low because it
         does not name its subject, and ranked among the others it lost its place to sentences that
         only mention the subject."""
-        seen.add(_key(s.text))
-        chosen.append(s)
+        add(s)
         after = sentences[s.position + 1] if s.position + 1 < len(sentences) else None
-        if (
-            after is not None
-            and leans_back(after.text)
-            and label[after.position] == label[s.position]
-            and (after.score >= accept or after.score >= margin * best.score)
-            and fits(after)
-        ):
-            seen.add(_key(after.text))
-            chosen.append(after)
+        leaning = after and leans_back(after.text) and label[after.position] == label[s.position]
+        if leaning and worthy(after) and fits(after):
+            add(after)
 
     take(best)
     for s in ranked[1:]:
-        if sum(len(split_sentences(c.text)) for c in chosen) >= max_sentences or (
-            s.score < accept and s.score < margin * best.score
-        ):
+        if size >= max_sentences or not worthy(s):
             break
         if s.score < accept and label[s.position] != label[best.position]:
             continue  # about another section or term of the chunk

@@ -16,7 +16,8 @@ or the other chunks pull it down; one below the upper threshold is never VERIFIE
   similarity (pipeline/calibration.py; the retrieval computed it already for corpus chunks, other
   texts are embedded here), scored at query time in one batched call, then the strips (sentences)
   of the candidates that clear the lower threshold in another (strips: the evaluator alone); a
-  text that repeats the question (or most of it, with little else) word for word is scored without the echo;
+  text that repeats the question (or most of it, with little else) word for word is scored
+  without the echo;
 - consistency: corpus/consistency.py, scored once at ingestion (external passages: on arrival);
 - agreement: 1 - (share of the candidates it was compared with that contradict it). Only pairs
   that could disagree are compared (both relevant, from different documents, sharing at least
