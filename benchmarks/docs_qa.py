@@ -1,20 +1,26 @@
-"""Cairn on a real documentation set: the Python 3.11 manual (Debian's python3-doc), 114 HTML pages.
+"""Cairn on real documentation sets, each a manual a Debian package installs as HTML:
 
-    apt-get install python3-doc
-    .venv/bin/python benchmarks/docs_qa.py [--part held_out|tune|all] [--throughput]
+- python: the Python 3.11 manual (python3-doc), 114 pages; the issue's benchmark, floors read here;
+- apache: the Apache HTTP Server 2.4 manual (apache2-doc), all 244 English pages: a second
+  manual of another kind (directive tables, a reference of modules), to check that what was
+  tuned on Python's docs carries over. Its tune part is looked at, its held-out part only reported.
 
-The pages in benchmarks/python_docs/pages.txt are read from /usr/share/doc/python3-doc/html with
-Cairn's own extractor and ingested into collection `pydocs` of the `cairn_bench` database (a
-re-run reuses them; --throughput empties the collection first and times ingestion end to end,
-extraction included, against the raw embedding throughput of the same chunk inputs). The
-questions (benchmarks/python_docs/questions.jsonl, README beside it) are asked through the HTTP
-API (POST /api/v1/query, mode fast, top_k 8) as a signed-in reader. Reported per part:
+    apt-get install python3-doc apache2-doc
+    .venv/bin/python benchmarks/docs_qa.py [--set python|apache] [--part held_out|tune|all] [--throughput]
+
+The pages in benchmarks/<set>_docs/pages.txt are read from the package's folder with Cairn's own
+extractor and ingested into the set's collection of the `cairn_bench` database (a re-run reuses
+them; --throughput empties the collection first and times ingestion end to end, extraction
+included, against the raw embedding throughput of the same chunk inputs). The questions
+(benchmarks/<set>_docs/questions.jsonl, README beside it) are asked through the HTTP API (POST
+/api/v1/query, mode fast, top_k 8) as a signed-in reader. Reported per part:
 - answerable: a gold string in the answer; answers stating one (not "no passage states...");
 - unanswerable: the share answered "not found" (found false), and the action taken;
 - HTTP 5xx; answers over 3 sentences; latency p50/p95 of the whole request;
-- boilerplate: chunks holding the site's navigation chrome (the strings in CHROME, which the page
-  template puts around every page) or a heading's anchor glyph.
-Tune on "tune"; the floors are read on "held_out". Writes benchmarks/results/docs_qa.json and .png.
+- boilerplate: chunks holding the site's navigation chrome (the set's `chrome` strings, which the
+  page template puts around every page) or a heading's anchor glyph.
+Tune on "tune"; the floors are read on "held_out". Writes benchmarks/results/docs_qa[_apache][_tune].json
+and .png.
 """
 
 from __future__ import annotations
@@ -25,23 +31,49 @@ import os
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from _common import RESULTS, ROOT, django_setup, has_gold, percentile, write_result
 
-DOCS = Path(os.environ.get("CAIRN_PYTHON_DOCS", "/usr/share/doc/python3-doc/html"))
-SET = ROOT / "benchmarks" / "python_docs"
-COLLECTION = "pydocs"
-# What the Sphinx theme of docs.python.org wraps every page in (navigation bars, sidebar, footer).
-CHROME = (
-    "Navigation", "previous |", "next |", "modules |", "Python »", "Theme Auto Light Dark", "Previous topic",
-    "Next topic", "This Page", "Report a Bug", "Show Source", "© Copyright", "Last updated on", "Found a bug?",
-    "Created using Sphinx", "Quick search", "Table of Contents", "¶",
-)  # fmt: skip
+
+@dataclass(frozen=True)
+class DocSet:
+    name: str  # the title of plots
+    package: str  # the Debian package that installs the pages
+    pages: Path  # where they are installed (overridable by `environ`)
+    environ: str
+    folder: Path  # pages.txt, questions.jsonl and their README
+    collection: str
+    result: str  # results file stem
+    chrome: tuple[str, ...]  # what the site's template wraps every page in (navigation, footer)
+
+    @property
+    def root(self) -> Path:
+        return Path(os.environ.get(self.environ, str(self.pages)))
+
+
+SETS = {
+    "python": DocSet(
+        name="Python docs", package="python3-doc", pages=Path("/usr/share/doc/python3-doc/html"),
+        environ="CAIRN_PYTHON_DOCS", folder=ROOT / "benchmarks" / "python_docs", collection="pydocs",
+        result="docs_qa",
+        chrome=("Navigation", "previous |", "next |", "modules |", "Python »", "Theme Auto Light Dark",
+                "Previous topic", "Next topic", "This Page", "Report a Bug", "Show Source", "© Copyright",
+                "Last updated on", "Found a bug?", "Created using Sphinx", "Quick search", "Table of Contents", "¶"),
+    ),
+    "apache": DocSet(
+        name="Apache httpd docs", package="apache2-doc", pages=Path("/usr/share/doc/apache2-doc/manual/en"),
+        environ="CAIRN_APACHE_DOCS", folder=ROOT / "benchmarks" / "apache_docs", collection="apachedocs",
+        result="docs_qa_apache",
+        chrome=("Available Languages:", "Modules | Directives", "The Apache Software Foundation.",
+                "Licensed under the Apache License", "Apache > HTTP Server > Documentation", "¶"),
+    ),
+}  # fmt: skip
 LONG_ANSWER_SENTENCES = 3
 
 
-def ingest(*, fresh: bool) -> dict:
+def ingest(docs: DocSet, *, fresh: bool) -> dict:
     """Extract and ingest the pages; with `fresh`, from an empty collection, timed against the raw
     embedding of the same chunk inputs."""
     from tqdm import tqdm
@@ -51,12 +83,13 @@ def ingest(*, fresh: bool) -> dict:
     from corpus.models import Chunk, Document
     from corpus.services import collection_get_or_create, documents_ingest, embedding_input
 
-    if not DOCS.is_dir():
+    if not docs.root.is_dir():
         sys.exit(
-            f"{DOCS}: no such folder; install the pages with `apt-get install python3-doc` (or set CAIRN_PYTHON_DOCS)"
+            f"{docs.root}: no such folder; install the pages with `apt-get install {docs.package}` "
+            f"(or set {docs.environ})"
         )
-    pages = [line.strip() for line in (SET / "pages.txt").read_text().splitlines() if line.strip()]
-    collection, _ = collection_get_or_create(slug=COLLECTION, group_names=["pydocs-readers"])
+    pages = [line.strip() for line in (docs.folder / "pages.txt").read_text().splitlines() if line.strip()]
+    collection, _ = collection_get_or_create(slug=docs.collection, group_names=[f"{docs.collection}-readers"])
     if fresh:
         Document.objects.filter(collection=collection).delete()
     embedder = get_embedder()
@@ -67,7 +100,7 @@ def ingest(*, fresh: bool) -> dict:
     def documents():
         for page in pages:
             try:
-                yield from (d for d in extract_file(DOCS / page, source=page) if isinstance(d, ExtractedDocument))
+                yield from (d for d in extract_file(docs.root / page, source=page) if isinstance(d, ExtractedDocument))
             except ExtractionError as exc:
                 refused.append(f"{page}: {exc}")
 
@@ -85,7 +118,7 @@ def ingest(*, fresh: bool) -> dict:
         raw = len(inputs) / (time.perf_counter() - raw_started)
         end_to_end = report.chunks / seconds
         result |= {"ingest_chunks_per_s": end_to_end, "raw_embed_chunks_per_s": raw, "ingest_vs_raw": end_to_end / raw}
-    chrome = [t for t in chunks.values_list("text", flat=True) if any(marker in t for marker in CHROME)]
+    chrome = [t for t in chunks.values_list("text", flat=True) if any(marker in t for marker in docs.chrome)]
     result["boilerplate_chunks"] = len(chrome)
     result["boilerplate_share"] = len(chrome) / max(1, result["chunks"])
     result["boilerplate_examples"] = [t[:200] for t in chrome[:5]]
@@ -101,6 +134,7 @@ def sentence_count(answer: str) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", choices=sorted(SETS), default="python", help="Which manual (default python).")
     parser.add_argument("--part", choices=["held_out", "tune", "all"], default="held_out")
     parser.add_argument("--throughput", action="store_true", help="Re-ingest from empty and time it.")
     args = parser.parse_args()
@@ -113,13 +147,16 @@ def main() -> None:
 
     from corpus.models import Collection, Document
 
-    fresh = args.throughput or not Document.objects.filter(collection__slug=COLLECTION).exists()
-    corpus = ingest(fresh=fresh)
-    user, _ = User.objects.get_or_create(username="pydocs-reader")
-    user.groups.add(*Collection.objects.get(slug=COLLECTION).groups.all())
+    docs = SETS[args.set]
+    fresh = args.throughput or not Document.objects.filter(collection__slug=docs.collection).exists()
+    corpus = ingest(docs, fresh=fresh)
+    user, _ = User.objects.get_or_create(username=f"{docs.collection}-reader")
+    user.groups.add(*Collection.objects.get(slug=docs.collection).groups.all())
     client = Client()
     client.force_login(user)
-    questions = [json.loads(line) for line in (SET / "questions.jsonl").read_text().splitlines() if line.strip()]
+    questions = [
+        json.loads(line) for line in (docs.folder / "questions.jsonl").read_text().splitlines() if line.strip()
+    ]
     if args.part != "all":
         questions = [q for q in questions if q["part"] == args.part]
 
@@ -127,7 +164,7 @@ def main() -> None:
         started = time.perf_counter()
         response = client.post(
             "/api/v1/query",
-            {"question": question, "mode": "fast", "top_k": 8, "collections": [COLLECTION]},
+            {"question": question, "mode": "fast", "top_k": 8, "collections": [docs.collection]},
             content_type="application/json",
         )
         return response, (time.perf_counter() - started) * 1000
@@ -166,6 +203,7 @@ def main() -> None:
         rows.append(row)
 
     result = {
+        "set": args.set,
         "part": args.part,
         "corpus": corpus,
         "answerable": answerable | {"gold_in_answer_share": answerable["gold_in_answer"] / max(1, answerable["asked"])},
@@ -179,13 +217,13 @@ def main() -> None:
         },
         "questions": rows,
     }
-    name = "docs_qa" if args.part == "held_out" else f"docs_qa_{args.part}"
+    name = docs.result if args.part == "held_out" else f"{docs.result}_{args.part}"
     print(write_result(name, result))
     print(json.dumps({k: v for k, v in result.items() if k != "questions"}, indent=1, default=str))
-    plot(result, name)
+    plot(result, name, docs.name)
 
 
-def plot(result: dict, name: str) -> None:
+def plot(result: dict, name: str, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -202,7 +240,7 @@ def plot(result: dict, name: str) -> None:
     for floor, x in ((0.70, 0), (0.80, 2), (0.01, 3)):
         left.hlines(floor, x - 0.4, x + 0.4, colors="black", linestyles="dashed")
     left.set_ylim(0, 1)
-    left.set_title(f"Python docs, {result['part']} part (dashes: floors)")
+    left.set_title(f"{title}, {result['part']} part (dashes: floors)")
     ms = sorted(q["ms"] for q in result["questions"] if "ms" in q)
     right.hist(ms, bins=20, color="#4c72b0")
     right.axvline(1000, color="black", linestyle="dashed")
