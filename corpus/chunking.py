@@ -167,6 +167,7 @@ class InContext(NamedTuple):
     antecedent: str  # the sentence a pronoun or connective leans on ("" when none)
     term: str  # the term it defines, when its label is one
     block: int = 0  # which block of the text it belongs to (a paragraph, list item, definition)
+    row: bool = False  # a table row: a record of its own, however short ("Default: KeepAliveTimeout 5")
 
 
 def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InContext]:
@@ -194,7 +195,9 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
             # point of answers (0.850 -> 0.845 gold in answer, the relevance evaluator reading it).
             antecedent = previous if label and previous and leans_back(sentence) else ""
             term = block.term if block.kind == "definition" else ""
-            triples.append(InContext(sentence, label if label != sentence else "", antecedent, term, index))
+            triples.append(
+                InContext(sentence, label if label != sentence else "", antecedent, term, index, block.kind == "row")
+            )
             previous = sentence
     return triples
 
@@ -278,15 +281,32 @@ def chunk_text(
         raise ValueError("overlap_tokens must be smaller than max_tokens")
     units = _units(parse_blocks(text), count_tokens, split_tokens, max_tokens)
     chunks: list[ChunkText] = []
+    emitted: list[_Unit] = []  # the units of chunks[-1]
     window: list[_Unit] = []
     fresh = False  # whether the window holds a unit no earlier chunk has emitted
+
+    def emit(units: list[_Unit]) -> None:
+        nonlocal emitted
+        chunks.append(_render(units))
+        emitted = units
+
     for unit in units:
         size = sum(u.tokens for u in window)
         # What goes with the unit that follows it: headings, an entry's term and other names.
         leading = list(itertools.takewhile(lambda u: u.kind == "heading" or u.opens_entry, reversed(window)))[::-1]
         if unit.kind == "heading" and window and size >= max_tokens // 4:
             if fresh:
-                chunks.append(_render(window))
+                emit(window)
+            window = []
+        elif (
+            unit.kind == "heading" and window and fresh and emitted and window[0].kind == "heading"
+            and unit.level < min(u.level for u in window if u.kind == "heading")
+            and sum(u.tokens for u in emitted) + size <= max_tokens
+        ):  # fmt: skip
+            # The small last subsection of a section ("See also" under a directive) ends that
+            # section's chunk: opening the next section's, it named that chunk after the wrong one.
+            chunks.pop()
+            emit(emitted + window)
             window = []
         elif unit.kind == "term" and window and size - sum(u.tokens for u in leading) >= max_tokens // 4:
             # A definition list (a glossary, a list of settings) breaks between entries as a page
@@ -295,12 +315,12 @@ def chunk_text(
             # one's term left dangling at the end of the chunk before. Its other names come along.
             body = window[: len(window) - len(leading)]
             if fresh:
-                chunks.append(_render(body))
+                emit(body)
             window = leading
         elif window and size + unit.tokens > max_tokens:
             body = window[: len(window) - len(leading)]
             if fresh and body:
-                chunks.append(_render(body))
+                emit(body)
             window = leading or _overlap_tail(body, overlap_tokens, unit.section)
             while window and sum(u.tokens for u in window) + unit.tokens > max_tokens:
                 window.pop(0)
@@ -309,7 +329,7 @@ def chunk_text(
     while window and window[-1].kind == "heading":
         window.pop()
     if window and fresh:
-        chunks.append(_render(window))
+        emit(window)
     return chunks
 
 

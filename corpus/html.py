@@ -41,6 +41,7 @@ _NAV_TOKENS = {
     "footer", "header", "topbar", "headerlink", "prevnext", "searchbox", "switcher", "placeholder",
 }  # fmt: skip
 _NAV_SUBSTRINGS = ("sidebar", "navbar", "breadcrumb", "navigation", "footer", "menu-wrapper", "switcher")
+_CODE_TAGS = {"code", "tt", "kbd", "samp"}
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCKS = {
     "p", "div", "section", "article", "main", "blockquote", "figure", "figcaption", "details", "summary",
@@ -147,8 +148,12 @@ def _is_link_dense(tag: Tag) -> bool:
         return True
     if tag.name in ("td", "li"):
         return False  # a cell or item of real content may be a pair of links
-    unlinked = len(text.split()) - sum(len(t.split()) for t in link_texts)
+    unlinked = _words(text) - sum(map(_words, link_texts))  # "|", "»" and "/" between links are no words
     return unlinked <= SHORT_LINK_BAR_WORDS and not re.search(r"[.!?:;,]$", text)
+
+
+def _words(text: str) -> int:
+    return sum(1 for token in text.split() if re.search(r"\w", token))
 
 
 def _squash(text: str) -> str:
@@ -197,9 +202,9 @@ def _emit(element: Tag, blocks: list[str]) -> None:
             # and CommonJS): each keeps its own lines, not the last of one glued to the next's first.
             codes = child.find_all("code", recursive=False)
             flavours = [c.get_text() for c in codes] if len(codes) > 1 else [child.get_text()]
-            code = "\n\n".join(f.strip("\n") for f in flavours if f.strip())
-            if code.strip():
-                blocks.append(f"```\n{code.replace('```', '` ` `')}\n```")
+            _emit_code("\n\n".join(f.strip("\n") for f in flavours if f.strip()), blocks)
+        elif (lines := _code_lines(child)) is not None:
+            _emit_code(lines, blocks)
         elif name in ("ul", "ol"):
             _emit_list(child, blocks)
         elif name == "dl":
@@ -211,6 +216,28 @@ def _emit(element: Tag, blocks: list[str]) -> None:
         else:
             _emit(child, blocks)
     flush()
+
+
+def _emit_code(code: str, blocks: list[str]) -> None:
+    if code.strip():
+        blocks.append(f"```\n{code.replace('```', '` ` `')}\n```")
+
+
+def _code_lines(element: Tag) -> str | None:
+    """The lines of an example set as one <code> broken by <br> inside a paragraph (Apache httpd's
+    manual: "# Unsupported HTTP version<br>GET /"), which is code, not prose: read as a paragraph,
+    its "# comment" became a heading that named every later section of the page."""
+    if element.name not in ("p", "div"):
+        return None
+    children = [c for c in element.children if not (isinstance(c, NavigableString) and not c.strip())]
+    if len(children) != 1 or not isinstance(children[0], Tag) or children[0].name not in _CODE_TAGS:
+        return None
+    code = children[0]
+    if code.find("br") is None:
+        return None
+    for br in code.find_all("br"):
+        br.replace_with("\x00")  # the line breaks; the source's own newlines are only wrapping
+    return "\n".join(_squash(line) for line in code.get_text().split("\x00")).strip("\n")
 
 
 def _emit_list(element: Tag, blocks: list[str]) -> None:
@@ -257,5 +284,10 @@ def _emit_table(element: Tag, blocks: list[str]) -> None:
             continue
         if not header and all(c.name == "th" for c in cells):
             header = texts
+            continue
+        if len(header) != len(cells) and cells[0].name == "th" and texts[0] and len(cells) > 1:
+            # A row header (a key-value table: "Default: | KeepAliveTimeout 5") names its cells.
+            key, values = texts[0].rstrip(":").rstrip(), [t for t in texts[1:] if t]
+            blocks.append(f"| {key}: {'; '.join(values)}" if values else f"| {texts[0]}")
             continue
         blocks.append("| " + row_text(header, texts, separator="; "))

@@ -253,9 +253,16 @@ class QuestionTerms:
     def absent(self) -> list[str]:
         """The words of the question no readable chunk holds, as asked. A part of a dotted name
         that chunks hold whole is not absent: Postgres indexes "math.isclose(" as one host name,
-        so "isclose" alone is in no chunk's index, though the name is in the manual."""
+        so "isclose" alone is in no chunk's index, though the name is in the manual. Nor is a
+        hyphenated compound whose parts chunks hold: Postgres indexes "Brotli-compressing" whole
+        as well as its parts, and the manual that says "Brotli" and "compressing" apart does not
+        lack the answer."""
         written = {part for name in self._dotted_found() for part in name.split(".")}
-        return [self.words[t] for t, n in self.frequency.items() if n == 0 and self.words[t].lower() not in written]
+        held = {self.words.get(t, t).lower() for t, n in self.frequency.items() if n}
+        return [
+            self.words[t] for t, n in self.frequency.items()
+            if n == 0 and self.words[t].lower() not in written and not _compound_of(self.words[t], held)
+        ]  # fmt: skip
 
     def absent_identifiers(self) -> list[str]:
         """The question's snake_case names (max_concurrency, innodb_buffer_pool_size) that no
@@ -274,6 +281,11 @@ class QuestionTerms:
 
     def _dotted_found(self) -> list[str]:
         return [name.lower() for name, n in self.identifiers.items() if n and "." in name]
+
+
+def _compound_of(word: str, held: set[str]) -> bool:
+    parts = [p for p in word.lower().split("-") if p]
+    return len(parts) > 1 and all(p in held for p in parts)
 
 
 def question_terms(*, user: User, question: str, collection_ids: Sequence[int] | None = None) -> QuestionTerms:

@@ -88,8 +88,9 @@ def curators_group_ensure() -> Group:
 # its title is spaced (DocBook's "4.&nbsp;Memcheck"), a title loses its site suffix whatever its
 # case, and a period inside parentheses or after "eg"/"ie" ends no sentence. 3: a definition list
 # breaks between entries as a page between sections, each chunk headed by its first entry's term.
-# 4: "a.k.a." ends no sentence.
-CHUNKING_VERSION = 4
+# 4: "a.k.a." ends no sentence. 5: a section's small last subsection ("See also") ends that
+# section's chunk instead of opening (and naming) the next section's.
+CHUNKING_VERSION = 5
 
 
 def sha256_text(text: str) -> str:

@@ -169,10 +169,16 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
         pending = ""
 
     for i, in_context in enumerate(sentences):
-        if pending and (in_context.label, in_context.term) != (first.label, first.term):
+        if pending and ((in_context.label, in_context.term) != (first.label, first.term) or in_context.row):
             # A fragment is not glued across entries: "New in version 3.11." that ends the previous
             # definition, at a chunk's start, led the next one's answer.
             close(sentences[i - 1].block)
+        if in_context.row:
+            # A table row is a record of its own: "Default: KeepAliveTimeout 5", glued to the next
+            # row ("Context: server config"), was judged as neither.
+            first, pending = in_context, in_context.sentence
+            close(in_context.block)
+            continue
         first = first if pending else in_context
         pending = f"{pending} {in_context.sentence}".strip()
         ends_block = i + 1 == len(sentences) or sentences[i + 1].block != in_context.block
@@ -183,7 +189,7 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
         elif len(pending.split()) >= min_words:
             close(in_context.block)
     if pending:
-        if strips:
+        if strips and blocks[-1] not in {s.block for s in sentences if s.row}:  # never onto a row
             strips[-1].text = f"{strips[-1].text} {pending}"
         else:
             close(sentences[-1].block)

@@ -125,6 +125,19 @@ def test_chunks_break_at_sections_and_carry_their_path():
     assert [b.kind for b in parse_blocks(chunks[1].text)] == ["heading", "paragraph", "heading", "paragraph"]
 
 
+def test_a_sections_small_last_subsection_ends_its_chunk_not_the_next_sections():
+    # Apache httpd's reference: each directive's section ends with a short "See also" list.
+    body = " ".join(f"Rule {i} of this directive is stated in ten short words." for i in range(3))
+    text = (
+        "# Core\n\n## KeepAlive\n\n" + body + "\n\n### See also\n\n- MaxKeepAliveRequests\n\n"
+        "## KeepAliveTimeout\n\n" + body.replace("Rule", "Limit")
+    )
+    chunks = chunk_text(text, count_tokens=words, split_tokens=split_words, max_tokens=60, overlap_tokens=20)
+    assert [c.section for c in chunks] == [("Core", "KeepAlive"), ("Core", "KeepAliveTimeout")]
+    assert chunks[0].text.endswith("### See also\n\n- MaxKeepAliveRequests")
+    assert chunks[1].text.startswith("## KeepAliveTimeout\n\nLimit 0")
+
+
 def test_a_definition_list_breaks_between_entries_each_headed_by_its_term():
     entry = "says what the setting does in a dozen plain words for its readers."
     text = (

@@ -132,3 +132,43 @@ def test_a_page_title_loses_its_site_suffix_whatever_its_case_and_spaces(tmp_pat
         "</main></body></html>"
     )
     assert only_document(page).title == "What Is Ownership?"
+
+
+def test_a_link_bar_with_separators_between_its_links_is_navigation(tmp_path):
+    # Apache httpd's manual opens every page with its language switcher and a menu; the "|" between
+    # links is no word of content, so neither reads as a sentence with links.
+    page = tmp_path / "htaccess.html"
+    page.write_text(
+        '<html><head><title>.htaccess files</title></head><body><p class="menu"><a href="m">Modules</a> | '
+        '<a href="d">Directives</a> | <a href="f">FAQ</a> | <a href="g">Glossary</a></p><h1>.htaccess files</h1>'
+        '<div class="toplang"><p><span>Available Languages: </span><a href="en">en</a> | <a href="es">es</a> | '
+        '<a href="fr">fr</a> | <a href="ja">ja</a> | <a href="ko">ko</a> | <a href="pt">pt-br</a></p></div>'
+        '<p>The default value of <a href="#o">AllowOverride</a> is None.</p></body></html>'
+    )
+    assert only_document(page).text == "# .htaccess files\n\nThe default value of AllowOverride is None."
+
+
+def test_a_key_value_table_names_each_value_by_its_row_header(tmp_path):
+    page = tmp_path / "core.html"
+    page.write_text(
+        "<html><head><title>core</title></head><body><main><h2>KeepAliveTimeout Directive</h2><table>"
+        "<tr><th>Syntax:</th><td><code>KeepAliveTimeout <var>num</var>[ms]</code></td></tr>"
+        "<tr><th>Default:</th><td><code>KeepAliveTimeout 5</code></td></tr>"
+        "<tr><th>Context</th><td>server config</td><td>virtual host</td></tr></table></main></body></html>"
+    )
+    assert only_document(page).text.split("\n\n")[1:] == [
+        "| Syntax: KeepAliveTimeout num[ms]",
+        "| Default: KeepAliveTimeout 5",
+        "| Context: server config; virtual host",
+    ]
+
+
+def test_an_example_set_as_code_broken_by_line_breaks_is_code_not_a_heading(tmp_path):
+    page = tmp_path / "core.html"
+    page.write_text(
+        "<html><head><title>core</title></head><body><main><h2>HttpProtocolOptions</h2><p>Rejects it.</p>"
+        "<p><code>\n  # Unsupported HTTP version<br>\n  GET /\\r\\n\\r\\n\n</code></p><p>Read the log.</p>"
+        "</main></body></html>"
+    )
+    text = only_document(page).text
+    assert "```\n# Unsupported HTTP version\nGET /\\r\\n\\r\\n\n```\n\nRead the log." in text

@@ -131,6 +131,20 @@ def test_strips_carry_their_heading_term_and_the_sentence_a_pronoun_leans_on():
     assert section_of("Manual › Limits › wal_level") == ("Limits", "wal_level") and section_of("") == ()
 
 
+def test_a_table_row_is_a_strip_of_its_own_however_short():
+    text = (
+        "## KeepAliveTimeout Directive\n\n| Syntax: KeepAliveTimeout num[ms]\n\n| Default: KeepAliveTimeout 5\n\n"
+        "| Module: core\n\nThe number of seconds httpd will wait for a subsequent request.\n\n| Status: Core"
+    )
+    assert [s.labelled for s in strips_in_context(text)] == [
+        "KeepAliveTimeout Directive: Syntax: KeepAliveTimeout num[ms]",
+        "KeepAliveTimeout Directive: Default: KeepAliveTimeout 5",  # was glued to the row after it
+        "KeepAliveTimeout Directive: Module: core",  # was glued to the paragraph after it
+        "KeepAliveTimeout Directive: The number of seconds httpd will wait for a subsequent request.",
+        "KeepAliveTimeout Directive: Status: Core",
+    ]
+
+
 def test_coverage_weighs_the_question_terms_the_corpus_uses_by_their_rarity():
     terms = QuestionTerms(
         chunks=1000,
@@ -150,6 +164,14 @@ def test_coverage_weighs_the_question_terms_the_corpus_uses_by_their_rarity():
         identifiers={"math.isclose": 3, "os.quickcopy": 0},
     )
     assert dotted.absent() == ["quickcopy"] and dotted.absent_identifiers() == []
+    # Postgres indexes a hyphenated word whole and by its parts: held parts make it no unknown name.
+    hyphenated = QuestionTerms(
+        chunks=100,
+        frequency={"brot": 27, "compress": 80, "brotli-compress": 0, "zstd-compress": 0},
+        words={"brot": "Brotli", "compress": "compressing", "brotli-compress": "Brotli-compressing",
+               "zstd-compress": "Zstd-compressing"},
+    )  # fmt: skip
+    assert hyphenated.absent() == ["Zstd-compressing"]
     assert dotted.parts_held("Use math.isclose(a, b) to compare.") == {"math", "isclos"}
     assert dotted.parts_held("Use os.path.isabs() to check.") == set()
     # An absent word that names something is what makes a question unanswerable; a paraphrase is not.
