@@ -386,7 +386,7 @@ def _code_runs(code: str, count_tokens, split_tokens, max_tokens: int) -> list[t
 
 def _overlap_tail(window: list[_Unit], overlap_tokens: int, section: tuple[str, ...]) -> list[_Unit]:
     """Trailing sentences of the same section to repeat: never the whole window again (each chunk
-    must add something), never a heading or code."""
+    must add something), never a heading or code, never opening with a sentence that leans back."""
     tail: list[_Unit] = []
     total = 0
     for unit in reversed(window[1:]):
@@ -397,6 +397,11 @@ def _overlap_tail(window: list[_Unit], overlap_tokens: int, section: tuple[str, 
             break
         tail.insert(0, unit)
         total += unit.tokens
+    while tail and leans_back(tail[0].text):
+        # Never open a chunk with a sentence that leans on one left behind ("This lets you name
+        # individual directives…" without "…use the AllowOverrideList directive."): the whole
+        # pair stays in the chunk before, the next opens after it.
+        tail.pop(0)
     return tail
 
 

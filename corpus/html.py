@@ -195,7 +195,11 @@ def _emit(element: Tag, blocks: list[str]) -> None:
             continue
         flush()
         if name in _HEADINGS:
-            if text := _squash(_text(child)):
+            if not (text := _squash(_text(child))):
+                continue
+            if _titles_a_box(child):
+                blocks.append(text if text.endswith(":") else f"{text}:")  # "Note:", the box's first words
+            else:
                 blocks.append(f"{'#' * _HEADINGS[name]} {text}")
         elif name == "pre":
             # One <pre> may hold the same example in several <code> flavours (Node.js: ES module
@@ -216,6 +220,35 @@ def _emit(element: Tag, blocks: list[str]) -> None:
         else:
             _emit(child, blocks)
     flush()
+
+
+BOX_WORDS = 200  # a note or example box is short; a section followed by stray text is not
+
+
+def _titles_a_box(heading: Tag) -> bool:
+    """Does `heading` title a box set inside a section (DocBook's and Apache httpd's "Note",
+    "Warning", "Example" boxes: <div class="note"><h3>Note</h3><p>…</p></div>) rather than open a
+    section of its own? It does when its div holds a body after it and the section goes on after
+    the div with text that no heading opens. Read as a heading, "Note" named every later sentence
+    of the section it sat in, and the section path of the chunks after it."""
+    box = heading.parent
+    if _HEADINGS[heading.name] < 3 or box is None or box.name != "div" or box.get("role") == "main":
+        return False  # a page's or a chapter's title (h1, h2) is always one
+    if any(_has_text(e) for e in heading.find_previous_siblings()):
+        return False  # not the box's title: the div holds text before it
+    if not any(_has_text(e) for e in heading.find_next_siblings()) or _words(box.get_text(" ")) > BOX_WORDS:
+        return False
+    after = next((e for e in box.next_siblings if _has_text(e)), None)
+    if after is None:
+        return False
+    if isinstance(after, Tag):
+        first = next((e for e in after.descendants if isinstance(e, NavigableString) and e.strip()), None)
+        return first is not None and first.find_parent(list(_HEADINGS)) is None
+    return True
+
+
+def _has_text(element) -> bool:
+    return bool(element.get_text().strip() if isinstance(element, Tag) else str(element).strip())
 
 
 def _emit_code(code: str, blocks: list[str]) -> None:

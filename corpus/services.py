@@ -89,8 +89,9 @@ def curators_group_ensure() -> Group:
 # case, and a period inside parentheses or after "eg"/"ie" ends no sentence. 3: a definition list
 # breaks between entries as a page between sections, each chunk headed by its first entry's term.
 # 4: "a.k.a." ends no sentence. 5: a section's small last subsection ("See also") ends that
-# section's chunk instead of opening (and naming) the next section's.
-CHUNKING_VERSION = 5
+# section's chunk instead of opening (and naming) the next section's. 6: a chunk's overlap never
+# opens with a sentence that leans on the one before it ("This lets you…").
+CHUNKING_VERSION = 6
 
 
 def sha256_text(text: str) -> str:

@@ -205,15 +205,25 @@ def answer_selection(
         chosen.append(s)
         size += len(split_sentences(s.text))
 
+    def leaning_pair(antecedent: int, leaner: int) -> bool:
+        """Does sentences[leaner] lean on sentences[antecedent], the one before it under its label?"""
+        inside = antecedent >= 0 and leaner < len(sentences)
+        return inside and leans_back(sentences[leaner].text) and label[antecedent] == label[leaner]
+
     def take(s: Sentence) -> None:
         """`s`, then the sentence after it when that one leans on it ("The epoch is the point where
         the time starts. It is January 1, 1970."): the judge rates such a sentence low because it
         does not name its subject, and ranked among the others it lost its place to sentences that
-        only mention the subject."""
+        only mention the subject. And when `s` itself leans on the sentence before it, that one
+        first, within the margin: "This lets you name individual directives…" says little alone
+        ("…use the AllowOverrideList directive." was the sentence before it)."""
+        before = sentences[s.position - 1] if leaning_pair(s.position - 1, s.position) else None
+        room = before is not None and size + len(split_sentences(before.text)) < max_sentences
+        if room and worthy(before) and fits(before):
+            add(before)
         add(s)
-        after = sentences[s.position + 1] if s.position + 1 < len(sentences) else None
-        leaning = after and leans_back(after.text) and label[after.position] == label[s.position]
-        if leaning and worthy(after) and fits(after):
+        after = sentences[s.position + 1] if leaning_pair(s.position, s.position + 1) else None
+        if after is not None and worthy(after) and fits(after):
             add(after)
 
     take(best)

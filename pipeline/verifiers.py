@@ -180,9 +180,32 @@ class CrossEncoderRelevance:
 
 class CrossEncoderAnswerJudge(CrossEncoderRelevance):
     """P(answer) for (question, sentence): does the sentence state an answer to the question?
-    Trained with the passage's other sentences as negatives (pipeline/answer_data.py)."""
+    Trained with the passage's other sentences as negatives (pipeline/answer_data.py).
+
+    A question that sets the scene before it asks ("I want tenants to use only Redirect in their
+    .htaccess files. Which directive lets me allow individual directives by name?") is also read
+    as its asking sentence alone, and each sentence keeps the better of the two scores: trained on
+    one-sentence questions, the judge gave "Use the AllowOverrideList directive to allow individual
+    directives by name." 0.03 under the whole question. The whole question still counts, for an
+    asking sentence that needs the scene ("How do I make it mask them off?")."""
 
     SETTING = "CAIRN_ANSWER_MODEL"
+
+    def score(self, query: str, passages: list[str]) -> np.ndarray:
+        scores = super().score(query, passages)
+        asked = asking_sentence(query)
+        return np.maximum(scores, super().score(asked, passages)) if asked and passages else scores
+
+
+def asking_sentence(question: str) -> str | None:
+    """The last sentence of a question of several that asks something (ends with "?"), when there
+    is such a sentence and it is not the whole question."""
+    from corpus.chunking import split_sentences
+
+    sentences = split_sentences(question)
+    if len(sentences) < 2:
+        return None
+    return next((s for s in reversed(sentences) if s.rstrip().endswith("?")), None)
 
 
 _lock = threading.Lock()

@@ -203,6 +203,17 @@ def test_consecutive_windows_overlap_by_whole_trailing_sentences():
         assert second.text.startswith(last_sentence.rstrip("."))
 
 
+def test_no_window_opens_with_a_sentence_that_leans_on_one_left_behind():
+    text = (
+        "Fact 0 is stated in six words. Use the AllowOverrideList directive to allow some named directives. "
+        "This lets you name single directives. Fact 3 is stated in six words. Fact 4 is stated in six words."
+    )
+    chunks = chunk_text(text, count_tokens=words, split_tokens=split_words, max_tokens=24, overlap_tokens=8)
+    assert len(chunks) > 1
+    assert not any(c.text.startswith("This lets you") for c in chunks[1:])
+    assert any("allow some named directives. This lets you" in c.text for c in chunks)
+
+
 def test_only_a_sentence_longer_than_the_budget_is_cut():
     long_sentence = " ".join(f"w{i}" for i in range(50)) + "."
     chunks = chunk_text(

@@ -172,3 +172,21 @@ def test_an_example_set_as_code_broken_by_line_breaks_is_code_not_a_heading(tmp_
     )
     text = only_document(page).text
     assert "```\n# Unsupported HTTP version\nGET /\\r\\n\\r\\n\n```\n\nRead the log." in text
+
+
+def test_a_note_box_titled_by_a_heading_leaves_its_section_named_as_it_was(tmp_path):
+    # DocBook (PostgreSQL's manual) and Apache httpd's manual title their note and example boxes
+    # with <h3>: read as headings, "Note" named the rest of the section and its chunks.
+    page = tmp_path / "wal.html"
+    page.write_text(
+        '<html><head><title>WAL</title></head><body><div class="sect1"><h2>Write Ahead Log</h2>'
+        "<p>The log protects committed work.</p>"
+        '<div class="note"><h3 class="title">Note</h3><p>Unlogged tables skip it.</p></div>'
+        "<p>The default level is replica.</p></div>"
+        '<div class="sect1"><div class="titlepage"><div><h3 class="title">Checkpoints</h3></div></div>'
+        "<p>A checkpoint flushes every data file.</p></div></body></html>"
+    )
+    assert only_document(page).text.split("\n\n") == [
+        "## Write Ahead Log", "The log protects committed work.", "Note:", "Unlogged tables skip it.",
+        "The default level is replica.", "### Checkpoints", "A checkpoint flushes every data file.",
+    ]  # fmt: skip

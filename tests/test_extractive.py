@@ -33,6 +33,16 @@ def test_a_sentence_that_leans_on_a_chosen_one_comes_with_it_before_weaker_ones(
     assert lead[1][0] not in texts(answer_selection(far, **SETTINGS))
 
 
+def test_a_chosen_sentence_that_leans_back_brings_the_one_it_leans_on_first():
+    lead = [("Security matters when users edit configuration.", 0.50),
+            ("To limit it to named directives, use the AllowOverrideList directive.", 0.20),
+            ("This lets you name individual directives that are permitted.", 0.90),
+            ("Directives use the same syntax everywhere.", 0.60), ("Overrides apply to a directory.", 0.55)]  # fmt: skip
+    chosen = texts(answer_selection(lead, **SETTINGS))
+    # The antecedent first, though two sentences the judge rated higher are left out under the cap.
+    assert chosen == [lead[1][0], lead[2][0], lead[3][0]]
+
+
 def test_a_close_sentence_under_another_heading_does_not_pad_the_answer():
     # A manual's chunk holds the end of os.EOL and the start of the next function.
     lead = [("The operating system-specific end-of-line marker: \\r\\n on Windows.", 0.70),

@@ -116,6 +116,22 @@ def test_the_shipped_answer_judge_ranks_the_answering_sentence_above_its_neighbo
     assert scores[answer] >= settings.CAIRN_ANSWER_THRESHOLD > max(others)
 
 
+def test_a_question_that_sets_the_scene_is_judged_by_its_asking_sentence_too():
+    """Trained on one-sentence questions, the judge rated this answer 0.03 under the whole question."""
+    from django.conf import settings
+
+    question = (
+        "I want tenants to be able to use only Redirect and RewriteRule in their .htaccess files, not whole "
+        "override categories. Which directive lets me allow individual directives by name?"
+    )
+    assert verifiers.asking_sentence(question) == "Which directive lets me allow individual directives by name?"
+    assert verifiers.asking_sentence("Which directive allows directives by name?") is None
+    sentences = ["Use the AllowOverrideList directive to allow individual directives by name.",
+                 "This is a useful middle ground between full override access and no override access."]  # fmt: skip
+    scores = verifiers.get_answer_judge().score(question, sentences)
+    assert scores[0] >= settings.CAIRN_ANSWER_THRESHOLD > scores[1]
+
+
 def test_loading_a_verifier_never_switches_torchs_default_dtype(monkeypatch):
     """from_pretrained with a non-default dtype switches torch's process-wide default while it
     builds the model; a web process embedding a question in another thread at that moment got
