@@ -74,6 +74,7 @@ class Strip:
     label: str = ""  # its heading, or the term it defines: read with it, never shown with it
     antecedent: str = ""  # the sentence before it, when it opens with a pronoun ("It must be...")
     term: str = ""  # the term it defines, when it is part of a definition
+    subject: str = ""  # a key-value table's row: what the table's first row says its entry is
 
     @property
     def shown(self) -> str:
@@ -85,13 +86,19 @@ class Strip:
     def judged(self) -> str:
         """What the relevance evaluator reads (refinement, agreement): the strip under its label,
         after the sentence a pronoun leans on, so "It must be shorter than 8000 bytes." is kept."""
-        return _under(self.label, " ".join(p for p in (self.antecedent, self.text) if p))
+        return _under(self._context, " ".join(p for p in (self.antecedent, self.text) if p))
 
     @property
     def labelled(self) -> str:
         """What the answer judge reads: the strip under its label, without the antecedent (read by
         the judge too, it made the pronoun's sentence win: NQ gold in answer 0.850 -> 0.835)."""
-        return _under(self.label, self.text)
+        return _under(self._context, self.text)
+
+    @property
+    def _context(self) -> str:
+        """Its label, and for a key-value table's row, what the entry is: "KeepAliveTimeout Directive
+        (Amount of time the server will wait…)" over "Default: KeepAliveTimeout 5"."""
+        return f"{self.label} ({self.subject})" if self.subject and self.label else self.label or self.subject
 
 
 def _under(label: str, text: str) -> str:
@@ -164,7 +171,9 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
     def close(block: int) -> None:
         """`pending` becomes a strip, in the context of its first sentence."""
         nonlocal pending
-        strips.append(Strip(pending, label=first.label, antecedent=first.antecedent, term=first.term))
+        strips.append(
+            Strip(pending, label=first.label, antecedent=first.antecedent, term=first.term, subject=first.subject)
+        )
         blocks.append(block)
         pending = ""
 

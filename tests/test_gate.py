@@ -131,18 +131,29 @@ def test_strips_carry_their_heading_term_and_the_sentence_a_pronoun_leans_on():
     assert section_of("Manual › Limits › wal_level") == ("Limits", "wal_level") and section_of("") == ()
 
 
-def test_a_table_row_is_a_strip_of_its_own_however_short():
+def test_a_table_row_is_a_strip_of_its_own_read_with_what_its_table_is_about():
     text = (
-        "## KeepAliveTimeout Directive\n\n| Syntax: KeepAliveTimeout num[ms]\n\n| Default: KeepAliveTimeout 5\n\n"
-        "| Module: core\n\nThe number of seconds httpd will wait for a subsequent request.\n\n| Status: Core"
+        "## KeepAliveTimeout Directive\n\n| Description: Time the server waits for the next request\n\n"
+        "| Default: KeepAliveTimeout 5\n\n| Module: core\n\nThe number of seconds httpd will wait for a subsequent "
+        "request.\n\n| Item: identifier length; Upper limit: 63 bytes\n\n| Item: columns per table; Upper limit: 1600"
     )
-    assert [s.labelled for s in strips_in_context(text)] == [
-        "KeepAliveTimeout Directive: Syntax: KeepAliveTimeout num[ms]",
-        "KeepAliveTimeout Directive: Default: KeepAliveTimeout 5",  # was glued to the row after it
-        "KeepAliveTimeout Directive: Module: core",  # was glued to the paragraph after it
-        "KeepAliveTimeout Directive: The number of seconds httpd will wait for a subsequent request.",
-        "KeepAliveTimeout Directive: Status: Core",
+    strips = strips_in_context(text)
+    assert [s.text for s in strips] == [
+        "Description: Time the server waits for the next request",
+        "Default: KeepAliveTimeout 5",  # was glued to the row after it
+        "Module: core",  # was glued to the paragraph after it
+        "The number of seconds httpd will wait for a subsequent request.",
+        "Item: identifier length; Upper limit: 63 bytes",
+        "Item: columns per table; Upper limit: 1600",
     ]
+    # A key-value table's row is judged with what its first row says the entry is; its label is
+    # still the heading, so the answer groups it with the section's prose.
+    assert strips[1].labelled == (
+        "KeepAliveTimeout Directive (Time the server waits for the next request): Default: KeepAliveTimeout 5"
+    )
+    assert strips[1].label == "KeepAliveTimeout Directive"
+    # A column-header table's rows have no such first row.
+    assert strips[5].labelled == "KeepAliveTimeout Directive: Item: columns per table; Upper limit: 1600"
 
 
 def test_coverage_weighs_the_question_terms_the_corpus_uses_by_their_rarity():
