@@ -257,17 +257,19 @@ def _emit_code(code: str, blocks: list[str]) -> None:
 
 
 def _code_lines(element: Tag) -> str | None:
-    """The lines of an example set as one <code> broken by <br> inside a paragraph (Apache httpd's
-    manual: "# Unsupported HTTP version<br>GET /"), which is code, not prose: read as a paragraph,
-    its "# comment" became a heading that named every later section of the page."""
+    """The lines of an example set as a paragraph that is one <code> of several words or lines
+    (Apache httpd's manual: "# Unsupported HTTP version<br>GET /", "httpd.exe -k install"), which
+    is code, not prose: read as a paragraph, its "# comment" became a heading that named every
+    later section of the page, and a one-line command was glued to the next sentence as its
+    opening fragment."""
     if element.name not in ("p", "div"):
         return None
     children = [c for c in element.children if not (isinstance(c, NavigableString) and not c.strip())]
     if len(children) != 1 or not isinstance(children[0], Tag) or children[0].name not in _CODE_TAGS:
         return None
     code = children[0]
-    if code.find("br") is None:
-        return None
+    if code.find("br") is None and len(code.get_text().split()) < 2:
+        return None  # a lone name or value ("unsigned_char", "'B'") is a paragraph of its own, not an example
     for br in code.find_all("br"):
         br.replace_with("\x00")  # the line breaks; the source's own newlines are only wrapping
     return "\n".join(_squash(line) for line in code.get_text().split("\x00")).strip("\n")

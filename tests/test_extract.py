@@ -168,10 +168,11 @@ def test_an_example_set_as_code_broken_by_line_breaks_is_code_not_a_heading(tmp_
     page.write_text(
         "<html><head><title>core</title></head><body><main><h2>HttpProtocolOptions</h2><p>Rejects it.</p>"
         "<p><code>\n  # Unsupported HTTP version<br>\n  GET /\\r\\n\\r\\n\n</code></p><p>Read the log.</p>"
-        "</main></body></html>"
+        "<p><code>\n  httpd.exe -k install\n</code></p><p>Name the service with -n.</p></main></body></html>"
     )
     text = only_document(page).text
     assert "```\n# Unsupported HTTP version\nGET /\\r\\n\\r\\n\n```\n\nRead the log." in text
+    assert "```\nhttpd.exe -k install\n```\n\nName the service with -n." in text  # no fragment of a sentence
 
 
 def test_a_note_box_titled_by_a_heading_leaves_its_section_named_as_it_was(tmp_path):
