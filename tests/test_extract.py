@@ -12,6 +12,13 @@ def only_document(path):
     return item
 
 
+def html_document(tmp_path, title, body):
+    """The document extracted from a page with this <title> and this <body> markup."""
+    page = tmp_path / "page.html"
+    page.write_text(f"<html><head><title>{title}</title></head><body>{body}</body></html>")
+    return only_document(page)
+
+
 def test_text_and_markdown(tmp_path):
     write_corpus(tmp_path)
     txt = only_document(tmp_path / "handbook.txt")
@@ -114,49 +121,50 @@ def test_a_pdf_page_becomes_paragraphs_with_its_headings_apart(tmp_path):
 
 def test_one_example_in_two_code_flavours_keeps_each_flavours_lines(tmp_path):
     # Node.js's manual puts an example's ES module and CommonJS forms in one <pre>.
-    page = tmp_path / "http.html"
-    page.write_text(
-        "<html><head><title>HTTP</title></head><body><main><h1>HTTP</h1><p>Connect to a server like this.</p>"
+    text = html_document(
+        tmp_path,
+        "HTTP",
+        "<main><h1>HTTP</h1><p>Connect to a server like this.</p>"
         '<pre><code class="mjs">import http from "node:http";\nhttp.get(url);</code>'
-        '<code class="cjs">const http = require("node:http");\nhttp.get(url);</code></pre></main></body></html>'
-    )
-    text = only_document(page).text
+        '<code class="cjs">const http = require("node:http");\nhttp.get(url);</code></pre></main>',
+    ).text
     assert '```\nimport http from "node:http";\nhttp.get(url);\n\nconst http = require("node:http");' in text
 
 
 def test_a_page_title_loses_its_site_suffix_whatever_its_case_and_spaces(tmp_path):
-    page = tmp_path / "ownership.html"
-    page.write_text(
-        "<html><head><title>What is\u00a0Ownership? - The Rust Programming Language</title></head><body><main>"
-        "<h1>What Is Ownership?</h1><p>Ownership is a set of rules that govern how memory is managed.</p>"
-        "</main></body></html>"
+    page = html_document(
+        tmp_path,
+        "What is\u00a0Ownership? - The Rust Programming Language",
+        "<main><h1>What Is Ownership?</h1><p>Ownership is a set of rules that govern how memory is managed.</p></main>",
     )
-    assert only_document(page).title == "What Is Ownership?"
+    assert page.title == "What Is Ownership?"
 
 
 def test_a_link_bar_with_separators_between_its_links_is_navigation(tmp_path):
     # Apache httpd's manual opens every page with its language switcher and a menu; the "|" between
     # links is no word of content, so neither reads as a sentence with links.
-    page = tmp_path / "htaccess.html"
-    page.write_text(
-        '<html><head><title>.htaccess files</title></head><body><p class="menu"><a href="m">Modules</a> | '
-        '<a href="d">Directives</a> | <a href="f">FAQ</a> | <a href="g">Glossary</a></p><h1>.htaccess files</h1>'
+    page = html_document(
+        tmp_path,
+        ".htaccess files",
+        '<p class="menu"><a href="m">Modules</a> | <a href="d">Directives</a> | <a href="f">FAQ</a> | '
+        '<a href="g">Glossary</a></p><h1>.htaccess files</h1>'
         '<div class="toplang"><p><span>Available Languages: </span><a href="en">en</a> | <a href="es">es</a> | '
         '<a href="fr">fr</a> | <a href="ja">ja</a> | <a href="ko">ko</a> | <a href="pt">pt-br</a></p></div>'
-        '<p>The default value of <a href="#o">AllowOverride</a> is None.</p></body></html>'
+        '<p>The default value of <a href="#o">AllowOverride</a> is None.</p>',
     )
-    assert only_document(page).text == "# .htaccess files\n\nThe default value of AllowOverride is None."
+    assert page.text == "# .htaccess files\n\nThe default value of AllowOverride is None."
 
 
 def test_a_key_value_table_names_each_value_by_its_row_header(tmp_path):
-    page = tmp_path / "core.html"
-    page.write_text(
-        "<html><head><title>core</title></head><body><main><h2>KeepAliveTimeout Directive</h2><table>"
+    page = html_document(
+        tmp_path,
+        "core",
+        "<main><h2>KeepAliveTimeout Directive</h2><table>"
         "<tr><th>Syntax:</th><td><code>KeepAliveTimeout <var>num</var>[ms]</code></td></tr>"
         "<tr><th>Default:</th><td><code>KeepAliveTimeout 5</code></td></tr>"
-        "<tr><th>Context</th><td>server config</td><td>virtual host</td></tr></table></main></body></html>"
+        "<tr><th>Context</th><td>server config</td><td>virtual host</td></tr></table></main>",
     )
-    assert only_document(page).text.split("\n\n")[1:] == [
+    assert page.text.split("\n\n")[1:] == [
         "| Syntax: KeepAliveTimeout num[ms]",
         "| Default: KeepAliveTimeout 5",
         "| Context: server config; virtual host",
@@ -164,13 +172,13 @@ def test_a_key_value_table_names_each_value_by_its_row_header(tmp_path):
 
 
 def test_an_example_set_as_code_broken_by_line_breaks_is_code_not_a_heading(tmp_path):
-    page = tmp_path / "core.html"
-    page.write_text(
-        "<html><head><title>core</title></head><body><main><h2>HttpProtocolOptions</h2><p>Rejects it.</p>"
+    text = html_document(
+        tmp_path,
+        "core",
+        "<main><h2>HttpProtocolOptions</h2><p>Rejects it.</p>"
         "<p><code>\n  # Unsupported HTTP version<br>\n  GET /\\r\\n\\r\\n\n</code></p><p>Read the log.</p>"
-        "<p><code>\n  httpd.exe -k install\n</code></p><p>Name the service with -n.</p></main></body></html>"
-    )
-    text = only_document(page).text
+        "<p><code>\n  httpd.exe -k install\n</code></p><p>Name the service with -n.</p></main>",
+    ).text
     assert "```\n# Unsupported HTTP version\nGET /\\r\\n\\r\\n\n```\n\nRead the log." in text
     assert "```\nhttpd.exe -k install\n```\n\nName the service with -n." in text  # no fragment of a sentence
 
@@ -178,16 +186,16 @@ def test_an_example_set_as_code_broken_by_line_breaks_is_code_not_a_heading(tmp_
 def test_a_note_box_titled_by_a_heading_leaves_its_section_named_as_it_was(tmp_path):
     # DocBook (PostgreSQL's manual) and Apache httpd's manual title their note and example boxes
     # with <h3>: read as headings, "Note" named the rest of the section and its chunks.
-    page = tmp_path / "wal.html"
-    page.write_text(
-        '<html><head><title>WAL</title></head><body><div class="sect1"><h2>Write Ahead Log</h2>'
-        "<p>The log protects committed work.</p>"
+    page = html_document(
+        tmp_path,
+        "WAL",
+        '<div class="sect1"><h2>Write Ahead Log</h2><p>The log protects committed work.</p>'
         '<div class="note"><h3 class="title">Note</h3><p>Unlogged tables skip it.</p></div>'
         "<p>The default level is replica.</p></div>"
         '<div class="sect1"><div class="titlepage"><div><h3 class="title">Checkpoints</h3></div></div>'
-        "<p>A checkpoint flushes every data file.</p></div></body></html>"
+        "<p>A checkpoint flushes every data file.</p></div>",
     )
-    assert only_document(page).text.split("\n\n") == [
+    assert page.text.split("\n\n") == [
         "## Write Ahead Log", "The log protects committed work.", "Note:", "Unlogged tables skip it.",
         "The default level is replica.", "### Checkpoints", "A checkpoint flushes every data file.",
     ]  # fmt: skip
