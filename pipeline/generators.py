@@ -25,7 +25,7 @@ from django.conf import settings
 
 from corpus.chunking import split_sentences
 from corpus.citations import citation_numbers, keep_citations
-from pipeline.extractive import OTHER_STRIPS, Sentence, answer_selection, lead_switch, others_joining
+from pipeline.extractive import OTHER_STRIPS, Sentence, answer_selection, lead_switch, making_room, others_joining
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
 NOT_STATED = "No passage states the answer; these look related:"
@@ -128,6 +128,7 @@ class ExtractiveGenerator:
         )
         chosen = [Sentence(s.position, s.text, s.score, lead.n) for s in chosen]
         floor = settings.CAIRN_ANSWER_STATED_FLOOR
+        chosen = making_room(chosen, other_sentences, accept=accept, floor=floor, max_sentences=max_sentences)
         chosen += others_joining(chosen, other_sentences, floor=floor, max_sentences=max_sentences)
         cited = list(dict.fromkeys(s.n for s in chosen))
         # Every sentence cited, also inside a strip that joined a short fragment to its neighbour

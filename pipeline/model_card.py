@@ -22,7 +22,9 @@ PURPOSE = {
     "answer": (
         "Cairn's answer judge: P(answer) for (question, sentence): does this sentence state an answer to this "
         "question? Trained with the same passage's other sentences as negatives, the distinction the relevance "
-        "evaluator (which learned topic) barely makes. `pipeline.verifiers.get_answer_judge()`, CAIRN_ANSWER_MODEL."
+        "evaluator (which learned topic) barely makes. Used by the extractive answer (which sentences answer), "
+        "cross-chunk agreement (which chunks take a side) and write-back validation. "
+        "`pipeline.verifiers.get_answer_judge()`, CAIRN_ANSWER_MODEL."
     ),
 }
 LIMITATIONS = {
@@ -39,8 +41,11 @@ LIMITATIONS = {
     ),
     "answer": (
         "Trained on Wikipedia QA (SQuAD 2.0, XQuAD, QNLI, NQ, HaluEval) only: sentences of manuals, policies and "
-        "code are outside what it has seen. A sentence that needs its neighbours to make sense ('It must be "
-        "shorter than 8000 bytes.') is judged alone. Not yet wired into answering or validation."
+        "code are outside what it has seen, and there it is weakest: a directive's 'Default:' row worded far "
+        "from the question, near-synonyms (a graceful stop against a graceful restart). Cairn shows it a "
+        "manual's sentence under its heading, a form it was not trained on (training half its pairs under "
+        "their article's title did not help: 2026-11-24, README), and without the sentence a pronoun leans "
+        "on ('It must be shorter than 8000 bytes.'): the extractive answer brings that sentence along instead."
     ),
 }
 LICENCE = (

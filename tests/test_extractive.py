@@ -1,7 +1,14 @@
 """The extractive answer's sentence choice: pure function, no model, no database (the scores stand
 in for the answer judge's; tests/test_generators.py runs the judge itself)."""
 
-from pipeline.extractive import Sentence, answer_selection, content_terms, lead_switch, others_joining
+from pipeline.extractive import (
+    Sentence,
+    answer_selection,
+    content_terms,
+    lead_switch,
+    making_room,
+    others_joining,
+)
 
 SETTINGS = {"accept": 0.88, "margin": 0.1, "max_sentences": 3}
 
@@ -95,3 +102,20 @@ def test_a_passage_whose_sentence_the_judge_accepts_leads_when_none_of_the_lead_
     assert lead_switch(lead, others, accept=0.88) == 5
     assert lead_switch(lead, others, accept=0.96) is None  # no other sentence is accepted either
     assert lead_switch([Sentence(0, "Accepted.", 0.9, n=1)], others, accept=0.88) is None  # the lead answers
+
+
+def test_a_far_better_sentence_of_another_passage_takes_the_place_of_the_lead_weakest():
+    # The lead filled the answer with sentences the judge doubts; another passage states the answer.
+    lead = [Sentence(0, "The curses module supports basic curses features.", 0.23, n=1),
+            Sentence(1, "There is no curses module for Windows.", 0.13, n=1),
+            Sentence(2, "BSD curses is not supported.", 0.12, n=1)]  # fmt: skip
+    ported = Sentence(4, "A ported version called UniCurses is available.", 0.75, n=2)
+    kept = making_room(lead, [ported], accept=0.88, floor=0.03, max_sentences=3)
+    assert [s.score for s in kept] == [0.23, 0.13]  # the weakest made room
+    answer = kept + others_joining(kept, [ported], floor=0.03, max_sentences=3)
+    assert answer[-1] == ported
+    # Not when the other is merely better (0.5 < 2.5 x 0.23), nor when the lead states an answer.
+    merely = Sentence(4, "Windows users may look elsewhere.", 0.5, n=2)
+    assert making_room(lead, [merely], accept=0.88, floor=0.03, max_sentences=3) == lead
+    accepted = [Sentence(0, "It is available as UniCurses.", 0.3, n=1)] * 3  # a judge calibrated low accepts it
+    assert making_room(accepted, [ported], accept=0.2, floor=0.03, max_sentences=3) == accepted
