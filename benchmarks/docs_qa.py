@@ -108,8 +108,11 @@ def ingest(docs: DocSet, *, fresh: bool) -> dict:
         report = documents_ingest(collection=collection, documents=documents(), on_progress=lambda d, c: bar.update(d))
     seconds = time.perf_counter() - started
     chunks = Chunk.objects.filter(document__collection=collection)
+    # The gate's upper threshold for its questions: the collection's own when `calibrate_gate
+    # --collection` fitted one, else None (the global CAIRN_RELEVANCE_UPPER).
     result = {"pages": len(pages), "documents": Document.objects.filter(collection=collection).count(),
-              "chunks": chunks.count(), "refused": refused}  # fmt: skip
+              "chunks": chunks.count(), "refused": refused,
+              "relevance_upper": collection.gate_calibration.get("relevance_upper")}  # fmt: skip
     if fresh:
         inputs = [embedding_input(h, t) for h, t in chunks.values_list("heading", "text")]
         raw_started = time.perf_counter()

@@ -66,6 +66,14 @@ class CollectionAdmin(CuratedAdmin):
     search_fields = ["slug", "name", "description"]
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["groups", "curator_groups"]
+    readonly_fields = ["relevance_upper"]  # fitted by calibrate_gate --collection, never typed in
+
+    @admin.display(description="upper relevance threshold")
+    def relevance_upper(self, obj):
+        fitted = obj.gate_calibration
+        if not fitted:
+            return "global (calibrate_gate --collection fits this collection's own)"
+        return f"{fitted['relevance_upper']} (fitted {fitted['calibrated_at']} from {fitted['questions']} questions)"
 
     def has_add_permission(self, request):
         return request.user.is_superuser

@@ -26,6 +26,9 @@ class Collection(models.Model):
         "A curator is also a member of the curators group, which says what curators may do; these say where.",
     )  # fmt: skip
     created_at = models.DateTimeField(auto_now_add=True)
+    # The gate's thresholds fitted to this collection's own text (calibrate_gate --collection): its
+    # relevance_upper replaces CAIRN_RELEVANCE_UPPER for questions asked of it, with what the fit saw.
+    gate_calibration = models.JSONField(default=dict, db_default={}, blank=True, editable=False)
 
     class Meta:
         ordering = ["slug"]

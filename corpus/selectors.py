@@ -48,6 +48,18 @@ def collections_readable_by(*, user: User) -> QuerySet[Collection]:
     return Collection.objects.filter(Q(is_public=True) | Q(groups__user=user)).distinct()
 
 
+def calibrated_relevance_upper(*, user: User, collection_ids: list[int] | None = None) -> float | None:
+    """The upper relevance threshold fitted to the collections a question searches (those asked
+    for, else all `user` may read; calibrate_gate --collection), or None when any of them has none
+    (the global CAIRN_RELEVANCE_UPPER applies). Of several, the lowest: none of them then sends
+    more of its own answerable questions to external search than its fit allowed."""
+    collections = collections_readable_by(user=user)
+    if collection_ids is not None:
+        collections = collections.filter(id__in=collection_ids)
+    uppers = [c.get("relevance_upper") for c in collections.values_list("gate_calibration", flat=True)]
+    return min(uppers) if uppers and None not in uppers else None
+
+
 def documents_readable_by(*, user: User) -> QuerySet[Document]:
     """Active documents in collections `user` may read, except those that also require a collection
     they may not (a write-back is readable only by readers of all its evidence)."""

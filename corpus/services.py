@@ -82,6 +82,19 @@ def curators_group_ensure() -> Group:
     return group
 
 
+def collection_gate_calibration_save(*, collection: Collection, calibration: dict, actor=None) -> Collection:
+    """Store the gate thresholds fitted to `collection` (pipeline.collection_calibration; {} clears
+    them: the global ones apply again), with an audit row of the old and new upper threshold."""
+    before = collection.gate_calibration.get("relevance_upper")
+    collection.gate_calibration = calibration
+    collection.save(update_fields=["gate_calibration"])
+    after = calibration.get("relevance_upper")
+    audit("collection.calibrate_gate", collection, actor=actor,
+          summary=f"upper relevance threshold {before} -> {after} ({calibration.get('questions', 0)} questions)",
+          before={"relevance_upper": before}, after={"relevance_upper": after})  # fmt: skip
+    return collection
+
+
 # Bumped when the chunks of an unchanged text would come out differently (their windows, section
 # paths or headings): a re-ingest then rewrites every document once, keeping the ids, and so the
 # reputation, of the chunks whose text reappears. 2: a heading path names the page once however

@@ -257,21 +257,26 @@ def _longest_common_run(asked: list[str], words: list[str]) -> tuple[int, int]:
     return best
 
 
-def relevance_grade(relevance: float) -> float:
-    """Relevance between the calibrated thresholds: 0 at or below the lower, 1 at or above the upper."""
-    lower, upper = settings.CAIRN_RELEVANCE_LOWER, settings.CAIRN_RELEVANCE_UPPER
+def relevance_grade(relevance: float, upper: float | None = None) -> float:
+    """Relevance between the calibrated thresholds: 0 at or below the lower, 1 at or above the upper
+    (CAIRN_RELEVANCE_UPPER, or the collection's own: calibrated_relevance_upper)."""
+    lower, upper = settings.CAIRN_RELEVANCE_LOWER, _upper(upper)
     if relevance >= upper:
         return 1.0
     return max(0.0, (relevance - lower) / (upper - lower)) if upper > lower else 0.0
 
 
-def trust_score(relevance: float, consistency: float, agreement: float) -> float:
+def trust_score(relevance: float, consistency: float, agreement: float, upper: float | None = None) -> float:
     w_rel, w_cons, w_agree = settings.CAIRN_TRUST_WEIGHTS
     mix = (w_rel + w_cons * consistency + w_agree * agreement) / (w_rel + w_cons + w_agree)
-    return round(relevance_grade(relevance) * mix, 4)
+    return round(relevance_grade(relevance, upper) * mix, 4)
 
 
-def bucket_for(trust: float, relevance: float, coverage: float = 1.0) -> Bucket:
+def _upper(upper: float | None) -> float:
+    return settings.CAIRN_RELEVANCE_UPPER if upper is None else upper
+
+
+def bucket_for(trust: float, relevance: float, coverage: float = 1.0, upper: float | None = None) -> Bucket:
     """VERIFIED needs real relevance as well as trust: a chunk below the upper threshold is at most
     UNCERTAIN, however tidy and undisputed (it scored trust 0.75 from relevance 0.41 and padded
     answers with a sentence about something else). It also needs the question's key terms: a
@@ -280,7 +285,7 @@ def bucket_for(trust: float, relevance: float, coverage: float = 1.0) -> Bucket:
         return Bucket.REJECTED
     if (
         trust >= settings.CAIRN_VERIFIED_THRESHOLD
-        and relevance >= settings.CAIRN_RELEVANCE_UPPER
+        and relevance >= _upper(upper)
         and coverage >= settings.CAIRN_COVERAGE_THRESHOLD
     ):
         return Bucket.VERIFIED
@@ -316,8 +321,8 @@ def unknown_names(question: str, words: list[str]) -> list[str]:
     return [w for w, n in zip(words, counts, strict=True) if n > 1]
 
 
-def action_for(relevances: list[float]) -> Action:
-    if any(r >= settings.CAIRN_RELEVANCE_UPPER for r in relevances):
+def action_for(relevances: list[float], upper: float | None = None) -> Action:
+    if any(r >= _upper(upper) for r in relevances):
         return Action.CORRECT
     if all(r < settings.CAIRN_RELEVANCE_LOWER for r in relevances):
         return Action.INCORRECT
@@ -368,9 +373,12 @@ class Gate:
     candidates later costs only their own relevance calls and their new pairs."""
 
     def __init__(
-        self, question: str, relevance_model, nli_model, answer_judge, *, query_vector=None, terms=None
-    ) -> None:
+        self, question: str, relevance_model, nli_model, answer_judge, *, query_vector=None, terms=None,
+        upper: float | None = None,
+    ) -> None:  # fmt: skip
         self.question = question
+        # The upper relevance threshold: the searched collections' own (calibrate_gate --collection), else the global one.
+        self.upper = _upper(upper)
         self.relevance_model = relevance_model
         self.nli_model = nli_model
         self.answer_judge = answer_judge
@@ -507,10 +515,10 @@ class Gate:
             if candidate.relevance is None:  # unscored: it lacks the question's key terms
                 candidate.trust, candidate.bucket = 0.0, Bucket.REJECTED
                 continue
-            candidate.trust = trust_score(candidate.relevance, candidate.consistency, candidate.agreement)
+            candidate.trust = trust_score(candidate.relevance, candidate.consistency, candidate.agreement, self.upper)
             if not candidate.settled:
                 coverage = 1.0 if candidate.coverage is None else candidate.coverage
-                candidate.bucket = bucket_for(candidate.trust, candidate.relevance, coverage)
+                candidate.bucket = bucket_for(candidate.trust, candidate.relevance, coverage, self.upper)
 
     def confirm(self, uncertain: list[Candidate], external: list[Candidate]) -> None:
         """External passages settle UNCERTAIN corpus candidates: one that entails a candidate's best

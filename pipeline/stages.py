@@ -25,7 +25,7 @@ from django.db import transaction
 from corpus.consistency import consistency_score
 from corpus.embedder import get_embedder
 from corpus.models import Document
-from corpus.selectors import Hit, chunk_search, question_terms
+from corpus.selectors import Hit, calibrated_relevance_upper, chunk_search, question_terms
 from corpus.writebacks import writeback_propose
 from pipeline.gate import (
     Action,
@@ -122,12 +122,13 @@ def rank(state: QueryState) -> None:
 
 def verify(state: QueryState) -> None:
     terms = question_terms(user=state.user, question=state.question, collection_ids=state.collection_ids)
+    upper = calibrated_relevance_upper(user=state.user, collection_ids=state.collection_ids)
     state.gate = Gate(
         state.question, get_relevance_model(), get_entailment_model(), get_answer_judge(),
-        query_vector=state.query_vector, terms=terms,
+        query_vector=state.query_vector, terms=terms, upper=upper,
     )  # fmt: skip
     state.gate.verify(state.candidates)
-    state.action = action_for(answerable_relevances(state.candidates))
+    state.action = action_for(answerable_relevances(state.candidates), state.gate.upper)
 
 
 def correct(state: QueryState) -> None:
@@ -261,12 +262,13 @@ def dispute(state: QueryState) -> list[Candidate] | None:
     and the reader would get "not found" or the planted answer; shown both, the reader decides."""
     by_n = {c.n: c for c in state.candidates}
     relevance = lambda c: c.relevance or 0.0  # noqa: E731
+    upper = state.gate.upper if state.gate is not None else settings.CAIRN_RELEVANCE_UPPER
     # The passage the most others contradict goes first (a true one set upon by planted ones), then
     # the most relevant of those that contradict it.
     for first in sorted((c for c in state.candidates if c.contradicted_by),
                         key=lambda c: (-len(c.contradicted_by), -relevance(c))):  # fmt: skip
         second = max((by_n[n] for n in first.contradicted_by), key=relevance)
-        if max(relevance(first), relevance(second)) >= settings.CAIRN_RELEVANCE_UPPER:
+        if max(relevance(first), relevance(second)) >= upper:
             return _preferred_first([first, second])
     return None
 

@@ -1,4 +1,5 @@
-"""python manage.py calibrate_gate [--far 0.05] [--frr 0.05] [--search-budget 0.10] [--auto-publish-far 0.01] [--answer-judge-only]"""
+"""python manage.py calibrate_gate [--far 0.05] [--frr 0.05] [--search-budget 0.10] [--auto-publish-far 0.01] [--answer-judge-only]
+python manage.py calibrate_gate --collection SLUG [--questions 200] [--far 0.05] [--search-budget 0.10] [--clear]"""
 
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,8 +50,18 @@ class Command(BaseCommand):
             "--answer-judge-only", action="store_true",
             help="Recalibrate only the answer judge's thresholds (after retraining it), keeping the others.",
         )  # fmt: skip
+        parser.add_argument(
+            "--collection", metavar="SLUG",
+            help="Fit the upper relevance threshold to this collection's own text instead, without labels "
+            "(pipeline/collection_calibration.py): stored on the collection, used for questions asked of it.",
+        )  # fmt: skip
+        parser.add_argument("--questions", type=int, default=200, help="With --collection: questions to write (200).")
+        parser.add_argument("--clear", action="store_true", help="With --collection: drop its fitted threshold.")
 
-    def handle(self, *args, data, far, frr, search_budget, auto_publish_far, output, answer_judge_only, **options):
+    def handle(
+        self, *args, data, far, frr, search_budget, auto_publish_far, output, answer_judge_only, collection,
+        questions, clear, **options,
+    ):  # fmt: skip
         checked = (
             ("--far", far),
             ("--frr", frr),
@@ -60,6 +71,9 @@ class Command(BaseCommand):
         for name, value in checked:
             if not 0 <= value < 1:
                 raise CommandError(f"{name} must be in [0, 1), got {value}")
+        if collection:
+            self._collection(collection, questions=questions, far=far, search_budget=search_budget, clear=clear)
+            return
         try:
             splits = shared_splits(data)
         except SharedDataMissing as missing:
@@ -149,6 +163,39 @@ class Command(BaseCommand):
             f"auto-publish > {auto_publish:.4f}), "
             f"relevance upper {upper:.3f} / lower {lower:.3f} (stack {stack}), "
             f"answer judge > {answer_threshold:.3f} (stated floor {stated_floor:.3f}); wrote {output}"
+        )
+
+    def _collection(self, slug: str, *, questions: int, far: float, search_budget: float, clear: bool) -> None:
+        from tqdm import tqdm
+
+        from corpus.models import Collection
+        from corpus.services import collection_gate_calibration_save
+        from pipeline.collection_calibration import collection_gate_calibration
+        from pipeline.corpus_questions import NoSectionQuestions
+
+        found = Collection.objects.filter(slug=slug).first()
+        if found is None:
+            raise CommandError(f"--collection: no collection {slug!r}")
+        if clear:
+            collection_gate_calibration_save(collection=found, calibration={})
+            self.stdout.write(f"{slug}: fitted threshold dropped; the global upper threshold applies")
+            return
+        if questions < 10:
+            raise CommandError(f"--questions must be at least 10, got {questions}")
+        try:
+            with tqdm(total=questions, desc=f"asking {slug}", unit="question") as bar:
+                fitted = collection_gate_calibration(
+                    found, questions=questions, far=far, search_budget=search_budget, progress=bar.update
+                )
+        except NoSectionQuestions as empty:
+            raise CommandError(str(empty)) from empty
+        collection_gate_calibration_save(collection=found, calibration=fitted)
+        at, at_global = fitted["at_relevance_upper"], fitted["at_global_relevance_upper"]
+        self.stdout.write(
+            f"{slug}: relevance upper {fitted['relevance_upper']:.3f} (global {fitted['global_relevance_upper']:.3f}) "
+            f"from {fitted['questions']} questions: its own questions below it {at['positives_below']:.1%} "
+            f"({at_global['positives_below']:.1%} at the global one), questions about what it never mentions "
+            f"at or above it {at['negatives_at_or_above']:.1%} ({at_global['negatives_at_or_above']:.1%})"
         )
 
     def _answer_judge_only(self, data, splits, *, far, frr, output) -> None:
