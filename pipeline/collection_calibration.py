@@ -15,8 +15,9 @@ the answerability check already answers "not found"). The threshold is chosen as
 chooses the global one (pipeline.calibration.upper_threshold): it admits at most `far` of the
 negatives unless that sends more than `search_budget` of the positives to external search.
 
-Measured on the Python docs (150 questions; README): the collection's positives fall below the
-global 0.46 in 3.4% and its negatives reach it in 5.4%.
+Measured on the Python docs (200 questions, 2.3 minutes; README): 0.604 against the global 0.460,
+its own questions below it 4.0% (3.5% at the global one), absent-word questions at or above it
+5.0% (7.0%).
 """
 
 from __future__ import annotations

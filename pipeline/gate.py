@@ -377,7 +377,8 @@ class Gate:
         upper: float | None = None,
     ) -> None:  # fmt: skip
         self.question = question
-        # The upper relevance threshold: the searched collections' own (calibrate_gate --collection), else the global one.
+        # The upper relevance threshold: the searched collections' own fit (calibrate_gate
+        # --collection), else the global one.
         self.upper = _upper(upper)
         self.relevance_model = relevance_model
         self.nli_model = nli_model
