@@ -88,13 +88,14 @@ def best_answerable_relevance(question: str, collection: Collection, reader: Use
     retrieval, ranking and gate find them (0 when none holds them)."""
     from pipeline.gate import Gate, answerable_relevances
     from pipeline.stages import QueryState, embed_query, rank, retrieve
-    from pipeline.verifiers import get_answer_judge, get_relevance_model
+    from pipeline.verifiers import get_relevance_model
 
     state = QueryState(user=reader, question=question, top_k=8, mode="fast", collection_ids=[collection.id])
     for stage in (embed_query, retrieve, rank):
         stage(state)
     terms = question_terms(user=reader, question=question, collection_ids=[collection.id])
-    gate = Gate(question, get_relevance_model(), None, get_answer_judge(), query_vector=state.query_vector, terms=terms)
+    # Coverage and relevance only: no NLI model or answer judge is read (agreement is not scored).
+    gate = Gate(question, get_relevance_model(), None, None, query_vector=state.query_vector, terms=terms)
     gate.score_coverage(state.candidates)
     gate.score_relevance(state.candidates)
     return max(answerable_relevances(state.candidates), default=0.0)
