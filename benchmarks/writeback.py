@@ -25,9 +25,9 @@ they are compared on the same questions):
     content (CAIRN_WRITEBACK_ALPHA_MAX=1.0: the naive system has no safety layer);
   - cairn: the same proposal validated synchronously by pipeline.validation.writeback_validate
     (what the django-q2 task runs), auto-published when it passes (CAIRN_AUTO_PUBLISH with its bars
-    set to the normal CAIRN_GROUNDING_THRESHOLD / CAIRN_NOVELTY_THRESHOLD) and the generated-content
-    cap allows (CAIRN_WRITEBACK_ALPHA_MAX = --alpha-max, default 0.2, the product default: at most
-    a fifth of the collection's active documents generated). Candidates that pass but are held by
+    set to the normal CAIRN_GROUNDING_THRESHOLD / CAIRN_NOVELTY_THRESHOLD / CAIRN_NOVELTY_QUESTION_GAIN)
+    and the generated-content cap allows (CAIRN_WRITEBACK_ALPHA_MAX = --alpha-max, default 0.2, the
+    product default: at most a fifth of the collection's active documents generated). Candidates that pass but are held by
     the cap are counted separately, so the effect of validation alone is visible. This is the
     paper's validation layer: everything it accepts is added, as if curators approved it all;
   - cairn-policy: the same, published only when it clears the product's auto-publish policy
@@ -286,6 +286,7 @@ def system_settings(system: str, alpha_max: float) -> dict:
         "CAIRN_AUTO_PUBLISH": True,
         "CAIRN_AUTO_PUBLISH_GROUNDING": settings.CAIRN_GROUNDING_THRESHOLD,
         "CAIRN_AUTO_PUBLISH_NOVELTY": settings.CAIRN_NOVELTY_THRESHOLD,
+        "CAIRN_AUTO_PUBLISH_QUESTION_GAIN": settings.CAIRN_NOVELTY_QUESTION_GAIN,
         "CAIRN_WRITEBACK_ALPHA_MAX": alpha_max,
     }
 
@@ -397,7 +398,8 @@ def run_one(
                 candidates.append({"id": writeback.id, "question": row.question, "gold": list(row.answers),
                                    "answer": writeback.answer,
                                    "hallucinated": wrong, "published": published,
-                                   "scores": {k: getattr(writeback, k) for k in SCORES}})  # fmt: skip
+                                   "scores": {k: getattr(writeback, k) for k in SCORES},
+                                   "question_gain": (writeback.nearest or {}).get("question")})  # fmt: skip
             finished = time.perf_counter()
             answer_s.append(answered - started)
             extra_s.append(finished - answered)
@@ -725,8 +727,10 @@ def main() -> None:
             "grounding_threshold": settings.CAIRN_GROUNDING_THRESHOLD,
             "attribution_threshold": settings.CAIRN_ATTRIBUTION_THRESHOLD,
             "novelty_threshold": settings.CAIRN_NOVELTY_THRESHOLD,
+            "novelty_question_gain": settings.CAIRN_NOVELTY_QUESTION_GAIN,
             "auto_publish_grounding": settings.CAIRN_AUTO_PUBLISH_GROUNDING,
             "auto_publish_novelty": settings.CAIRN_AUTO_PUBLISH_NOVELTY,
+            "auto_publish_question_gain": settings.CAIRN_AUTO_PUBLISH_QUESTION_GAIN,
             "generators": {
                 "nq": "mode fast (extractive)",
                 "halueval": "mode standard, ollama client -> loopback replay of HaluEval answers",

@@ -288,6 +288,9 @@ if not CAIRN_RANK_AFFINITY[0] < CAIRN_RANK_AFFINITY[1]:
 CAIRN_WRITEBACK = env_bool("CAIRN_WRITEBACK", True)  # propose answers as corpus additions at all
 CAIRN_ATTRIBUTION_THRESHOLD = env_float("CAIRN_ATTRIBUTION_THRESHOLD", 1.0, minimum=0.0, maximum=1.0)
 CAIRN_NOVELTY_THRESHOLD = env_float("CAIRN_NOVELTY_THRESHOLD", 0.10, minimum=0.0, maximum=1.0)
+# ...unless it is this much closer (cosine) to its question than any existing text (validation.question_gain):
+# re-formatting a whole NQ passage as a write-back (same words) gains 0.04 or more for 5% of questions, 0.09 for 1%.
+CAIRN_NOVELTY_QUESTION_GAIN = env_float("CAIRN_NOVELTY_QUESTION_GAIN", 0.05, minimum=0.0, maximum=2.0)
 # The same question, for merging repeated candidates; a merge also needs the same answer. Measured on
 # 600 NQ questions (MiniLM): template rewordings (benchmarks/writeback.py) sit at cosine 0.67-0.99
 # (1st percentile 0.73-0.87 by template; 0.85 left 5-10% of them unmerged), while distinct questions'
@@ -302,6 +305,9 @@ CAIRN_AUTO_PUBLISH_GROUNDING = env_float(
     "CAIRN_AUTO_PUBLISH_GROUNDING", _calibrated.get("auto_publish_grounding", 0.99), minimum=0.0, maximum=1.0
 )
 CAIRN_AUTO_PUBLISH_NOVELTY = env_float("CAIRN_AUTO_PUBLISH_NOVELTY", 0.20, minimum=0.0, maximum=1.0)
+# Off (no cosine gain reaches 2): a write-back new only by its closeness to its question waits for a
+# curator; at 0.10 it auto-published a HaluEval hallucination ("The DFB Football Association.").
+CAIRN_AUTO_PUBLISH_QUESTION_GAIN = env_float("CAIRN_AUTO_PUBLISH_QUESTION_GAIN", 2.0, minimum=0.0, maximum=2.0)
 # Critiques of answers to questions within this cosine distance become the generator's warnings.
 CAIRN_CRITIQUE_MAX_DISTANCE = env_float("CAIRN_CRITIQUE_MAX_DISTANCE", 0.25, minimum=0.0, maximum=2.0)
 CAIRN_CRITIQUE_LIMIT = env_int("CAIRN_CRITIQUE_LIMIT", 3, minimum=0)

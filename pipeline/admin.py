@@ -193,7 +193,11 @@ class WriteBackAdmin(CuratedAdmin):
         if not obj.nearest:
             return "—"
         n = obj.nearest
-        return format_html("{} {} (similarity {}): {}", n["kind"], n["id"], n["similarity"], n["text"])
+        shown = format_html("{} {} (similarity {}): {}", n["kind"], n["id"], n["similarity"], n["text"])
+        if gain := n.get("question"):  # why a quote of the corpus may still be new (validation.question_gain)
+            shown += format_html("<br>closeness to its question: this answer {}, the nearest existing text {}",
+                                 gain["this"], gain["existing"])  # fmt: skip
+        return shown
 
     def save_model(self, request, obj, form, change):
         """Nothing is saved directly: the decision runs the review service (or nothing)."""

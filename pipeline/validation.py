@@ -11,7 +11,8 @@ synchronously, when a curator edits one. Three checks, thresholds in settings:
 - attribution (Eq. 9): valid citations / (citations + uncited sentences): a citation is valid when
   it names evidence the generator was given; an uncited sentence counts against. CAIRN_ATTRIBUTION_THRESHOLD.
 - novelty (Eq. 10): 1 - the highest cosine similarity between what would be published and any
-  active chunk, readable by the asker or not, or any write-back awaiting review. CAIRN_NOVELTY_THRESHOLD.
+  active chunk, readable by the asker or not, or any write-back awaiting review. CAIRN_NOVELTY_THRESHOLD;
+  or else closer to its question than any of those (question_gain, CAIRN_NOVELTY_QUESTION_GAIN).
 
 - relevance: does the answer state an answer to its question? The answer judge's best score over
   the answer's sentences (and, for an answer drawn from several sources, over it whole;
@@ -287,6 +288,8 @@ def validate(writeback: WriteBack, *, answer: str | None = None) -> Validation:
     )
     nearest = nearest_existing(vector, exclude=writeback)
     novelty = round(1 - nearest.get("similarity", 0.0), 4)
+    if nearest:
+        nearest["question"] = question_gain(question_vector, vector, exclude=writeback)
 
     critique = []
     threshold = settings.CAIRN_GROUNDING_THRESHOLD
@@ -311,12 +314,32 @@ def validate(writeback: WriteBack, *, answer: str | None = None) -> Validation:
     if relevance is not None and relevance < settings.CAIRN_ANSWER_THRESHOLD:
         critique.append({"check": "relevance", "score": relevance,
                          "threshold": settings.CAIRN_ANSWER_THRESHOLD})  # fmt: skip
-    if novelty < settings.CAIRN_NOVELTY_THRESHOLD:
+    if novelty < settings.CAIRN_NOVELTY_THRESHOLD and _gain(nearest) < settings.CAIRN_NOVELTY_QUESTION_GAIN:
         critique.append({"check": "novelty", "score": novelty, "threshold": settings.CAIRN_NOVELTY_THRESHOLD,
-                         "nearest": nearest})  # fmt: skip
+                         "question_gain": _gain(nearest), "nearest": nearest})  # fmt: skip
     return Validation(
         grounding, round(attribution, 4), novelty, relevance, checks, nearest, text, vector, question_vector, critique
     )
+
+
+def question_gain(question_vector, vector, *, exclude: WriteBack) -> dict:
+    """How much closer to its question the write-back is than anything the corpus holds: the cosine
+    of question and write-back, of question and the nearest existing text, and their difference.
+    A quote of its evidence repeats the corpus (Eq. 10's novelty is low) and yet can be what the
+    question needed: the sentences that answer it, where the corpus has them inside a longer passage
+    that sits farther from the question (NQ, "who is the guy who walked across the twin towers":
+    Philippe Petit's opening sentence, 0.088 novel, at cosine 0.640 to the question against its
+    passage's 0.563)."""
+    import numpy as np
+
+    a, b = np.asarray(question_vector, dtype=np.float32), np.asarray(vector, dtype=np.float32)
+    this = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) or 1.0))
+    existing = nearest_existing(question_vector, exclude=exclude).get("similarity", 0.0)
+    return {"this": round(this, 4), "existing": existing, "gain": round(this - existing, 4)}
+
+
+def _gain(nearest: dict) -> float:
+    return nearest.get("question", {}).get("gain", 1.0) if nearest else 1.0
 
 
 def critique_text(critique: list[dict]) -> str:
@@ -453,5 +476,8 @@ def _auto_publishable(validation: Validation) -> bool:
         settings.CAIRN_AUTO_PUBLISH
         and validation.passed
         and validation.grounding >= settings.CAIRN_AUTO_PUBLISH_GROUNDING
-        and validation.novelty >= settings.CAIRN_AUTO_PUBLISH_NOVELTY
+        and (
+            validation.novelty >= settings.CAIRN_AUTO_PUBLISH_NOVELTY
+            or _gain(validation.nearest) >= settings.CAIRN_AUTO_PUBLISH_QUESTION_GAIN
+        )
     )

@@ -179,6 +179,36 @@ def test_a_duplicate_is_rejected_for_novelty(handbook, bob):
     assert not Critique.objects.get(writeback=again).warns  # a duplicate teaches the generator nothing
 
 
+MINUTES = (
+    "The Aurora project began in 2019 as a joint effort of the research division and the operations group. "
+    "Its first phase mapped the data centres of the northern region and their cooling systems. "
+    "The second phase replaced the legacy monitoring stack with open-source tools. "
+    "Funding came from the innovation budget and from two external grants. "
+    "The steering committee meets on the first Monday of every month. "
+    "Reports are archived in the project wiki under the operations space."
+)
+
+
+def test_a_quote_closer_to_its_question_than_its_source_is_new_knowledge(handbook, settings):
+    """A sentence copied from a passage repeats the corpus, yet a later asker of the question finds
+    it where the passage sat too far: it is judged new by how much closer to its question it is
+    than any existing text (CAIRN_NOVELTY_QUESTION_GAIN), whatever Eq. 10's novelty says (here
+    0.39, so the test asks for more to make the quote a repeat by that measure)."""
+    settings.CAIRN_NOVELTY_THRESHOLD = 0.6
+    (history,) = ingest(handbook, [("Aurora project history", MINUTES)])
+    quote = "The steering committee meets on the first Monday of every month."
+    question = "When does the Aurora steering committee meet?"
+    writeback = propose(chunks_of(history), f"{quote} [1]", question=question)
+    validation = validate(writeback)
+    gain = validation.nearest["question"]
+    assert gain["this"] > gain["existing"] and gain["gain"] == pytest.approx(gain["this"] - gain["existing"], abs=1e-3)
+    assert gain["gain"] >= settings.CAIRN_NOVELTY_QUESTION_GAIN
+    assert "novelty" not in [c["check"] for c in validation.critique]
+    settings.CAIRN_NOVELTY_QUESTION_GAIN = gain["gain"] + 0.01  # not close enough: a repeat after all
+    (novelty,) = [c for c in validate(writeback).critique if c["check"] == "novelty"]
+    assert novelty["question_gain"] == gain["gain"]
+
+
 def test_a_citation_to_evidence_not_given_fails_attribution(handbook):
     lead, budget = chunks_of(*Document.objects.filter(collection=handbook).order_by("id"))
     writeback = propose(
@@ -497,6 +527,8 @@ def test_the_review_queue_is_in_the_admin_for_curators_only(handbook, alice, bob
     assert queue.status_code == 200
     page = client.get(f"/admin/corpus/writeback/{writeback.id}/change/")
     assert page.status_code == 200 and b"entailment" in page.content and b"threshold" in page.content
+    this = writeback.nearest["question"]["this"]
+    assert f"closeness to its question: this answer {this}" in page.content.decode()  # why a quote may be new
     rejected = client.post(f"/admin/corpus/writeback/{writeback.id}/change/",
                            {"answer": writeback.answer, "decision": "reject", "reason": "too thin"})  # fmt: skip
     assert rejected.status_code == 302
