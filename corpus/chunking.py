@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -169,6 +169,7 @@ class InContext(NamedTuple):
     block: int = 0  # which block of the text it belongs to (a paragraph, list item, definition)
     row: bool = False  # a table row: a record of its own, however short ("Default: KeepAliveTimeout 5")
     subject: str = ""  # a key-value table's row: what its first row says the entry is (key_value_subject)
+    referent: str = ""  # the heading its opening "This module" names (heading_referent)
 
 
 def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InContext]:
@@ -178,6 +179,7 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
     above it) is the label of its sentences, never a sentence itself. `section` is where the text
     starts (a chunk's section path, title excluded)."""
     heading = section[-1] if section else ""
+    headings = list(section)  # every heading above, the innermost last
     triples: list[InContext] = []
     previous = ""
     blocks = parse_blocks(text)
@@ -187,6 +189,7 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
             first_row = block.text
         if block.kind == "heading":
             heading, previous = block.text, ""
+            headings.append(block.text)
             continue
         if block.kind == "term" or _names_next_term(blocks, index):
             # A label, not a sentence: its definitions carry it. Read as one, it was glued to the
@@ -201,11 +204,33 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
             term = block.term if block.kind == "definition" else ""
             row = block.kind == "row"
             subject = key_value_subject(first_row, sentence) if row else ""
+            referent = "" if previous or term else heading_referent(sentence, headings)
             triples.append(
-                InContext(sentence, label if label != sentence else "", antecedent, term, index, row, subject)
+                InContext(sentence, label if label != sentence else "", antecedent, term, index, row, subject, referent)
             )
             previous = sentence
     return triples
+
+
+# "This section…", "This example…" point at the text itself, not at what a heading names.
+_THE_TEXT_ITSELF = {"section", "page", "document", "chapter", "example", "table", "figure", "list", "note", "tutorial"}
+_THIS_NOUN = re.compile(r"^(?:this|these)\s+(\w+)", re.IGNORECASE)
+
+
+def heading_referent(sentence: str, headings: Sequence[str]) -> str:
+    """The heading that a section's opening "This module…" or "These directives…" points to: the
+    innermost one holding that noun ("Apache Module mod_proxy_hcheck" above "Summary" for "This
+    module provides for dynamic health checking…"), else "". Quoted alone, the sentence never says
+    which module it describes; a page names it only in its headings."""
+    match = _THIS_NOUN.match(sentence)
+    noun = match.group(1).lower().removesuffix("s") if match else ""
+    if not noun or noun in _THE_TEXT_ITSELF:
+        return ""
+    forms = {noun, f"{noun}s"}
+    for heading in reversed(headings):
+        if forms & {w.lower() for w in re.findall(r"\w+", heading)} and heading.lower() not in sentence.lower():
+            return heading
+    return ""
 
 
 _KEY_VALUE = re.compile(r"^([^:;|]{1,40}):\s+([^;]+)$")  # "Default: KeepAliveTimeout 5", one key, one value

@@ -75,12 +75,17 @@ class Strip:
     antecedent: str = ""  # the sentence before it, when it opens with a pronoun ("It must be...")
     term: str = ""  # the term it defines, when it is part of a definition
     subject: str = ""  # a key-value table's row: what the table's first row says its entry is
+    referent: str = ""  # the heading its opening "This module…" names (corpus.chunking.heading_referent)
 
     @property
     def shown(self) -> str:
         """The strip as an answer quotes it: a definition's sentence with its term when it does not
-        name it ("class asyncio.TaskGroup: All tasks are awaited when the context manager exits.")."""
-        return _under(self.term, self.text) if self.term and self.term.lower() not in self.text.lower() else self.text
+        name it ("class asyncio.TaskGroup: All tasks are awaited when the context manager exits."),
+        a section's opening "This module…" with the heading it points to ("Apache Module
+        mod_proxy_hcheck: This module provides for dynamic health checking…")."""
+        if self.term and self.term.lower() not in self.text.lower():
+            return _under(self.term, self.text)
+        return _under(self.referent, self.text) if self.referent else self.text
 
     @property
     def judged(self) -> str:
@@ -172,7 +177,14 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
         """`pending` becomes a strip, in the context of its first sentence."""
         nonlocal pending
         strips.append(
-            Strip(pending, label=first.label, antecedent=first.antecedent, term=first.term, subject=first.subject)
+            Strip(
+                pending,
+                label=first.label,
+                antecedent=first.antecedent,
+                term=first.term,
+                subject=first.subject,
+                referent=first.referent,
+            )
         )
         blocks.append(block)
         pending = ""

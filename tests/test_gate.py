@@ -131,6 +131,28 @@ def test_strips_carry_their_heading_term_and_the_sentence_a_pronoun_leans_on():
     assert section_of("Manual › Limits › wal_level") == ("Limits", "wal_level") and section_of("") == ()
 
 
+def test_a_sections_opening_this_module_is_quoted_with_the_heading_it_points_to():
+    """A manual names its module only in the headings: "This module provides…" quoted alone never
+    says which. The innermost heading holding the noun is shown with it; nothing else changes."""
+    text = (
+        "### Summary\n\nThis module provides for dynamic health checking of balancer members. "
+        "This module requires the service of mod_watchdog.\n\n"
+        "### Usage\n\nThis section explains how to enable checks on each worker in turn.\n\n"
+        "### Notes\n\nThis directive is evaluated once at startup, before any request."
+    )
+    strips = strips_in_context(text, ("Apache Module mod_proxy_hcheck", "Summary"))
+    assert [s.shown for s in strips] == [
+        "Apache Module mod_proxy_hcheck: This module provides for dynamic health checking of balancer members.",
+        "This module requires the service of mod_watchdog.",  # its sentence before says which
+        "This section explains how to enable checks on each worker in turn.",  # the text itself
+        "This directive is evaluated once at startup, before any request.",  # no heading names a directive
+    ]
+    assert strips[0].labelled == "Summary: This module provides for dynamic health checking of balancer members."
+    # A Wikipedia passage has no headings: its "This song…" stays as written.
+    (song,) = strips_in_context("This song was first an R&B hit in 1965 for The Royalettes.")
+    assert song.shown == song.text and not song.referent
+
+
 def test_a_table_row_is_a_strip_of_its_own_read_with_what_its_table_is_about():
     text = (
         "## KeepAliveTimeout Directive\n\n| Description: Time the server waits for the next request\n\n"
