@@ -170,6 +170,7 @@ class InContext(NamedTuple):
     row: bool = False  # a table row: a record of its own, however short ("Default: KeepAliveTimeout 5")
     subject: str = ""  # a key-value table's row: what its first row says the entry is (key_value_subject)
     referent: str = ""  # the heading its opening "This module" names (heading_referent)
+    shows: str = ""  # the short code block it introduces ("…add these two directives:"), shown_code
 
 
 def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InContext]:
@@ -197,7 +198,8 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
             # Make the '.' special character match...", the entry's other name above its term).
             continue
         label = block.term if block.kind == "definition" and block.term else heading
-        for sentence in block_sentences(block):
+        sentences = block_sentences(block)
+        for sentence in sentences:
             # Only under a heading or term: in a Wikipedia-style passage the antecedent cost NQ a
             # point of answers (0.850 -> 0.845 gold in answer, the relevance evaluator reading it).
             antecedent = previous if label and previous and leans_back(sentence) else ""
@@ -205,11 +207,27 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
             row = block.kind == "row"
             subject = key_value_subject(first_row, sentence) if row else ""
             referent = "" if previous or term else heading_referent(sentence, headings)
+            shows = shown_code(sentence, blocks[index + 1 : index + 2]) if sentence is sentences[-1] else ""
             triples.append(
-                InContext(sentence, label if label != sentence else "", antecedent, term, index, row, subject, referent)
+                InContext(
+                    sentence, label if label != sentence else "", antecedent, term, index, row, subject, referent, shows
+                )
             )
             previous = sentence
     return triples
+
+
+SHOWN_CODE_LINES = 6  # a longer listing is an example to read in its source, not part of an answer
+
+
+def shown_code(sentence: str, following: Sequence[Block]) -> str:
+    """The code block a sentence introduces, when it ends with a colon and the block right after it
+    is code of at most SHOWN_CODE_LINES lines: "…the addition of these two directives:" says which
+    only in the configuration lines below it (Apache's OCSP stapling how-to)."""
+    if not sentence.rstrip().endswith(":") or not following or following[0].kind != "code":
+        return ""
+    code = following[0].text.strip("\n")
+    return code if code and len(code.splitlines()) <= SHOWN_CODE_LINES else ""
 
 
 # "This section…", "This example…" point at the text itself, not at what a heading names.

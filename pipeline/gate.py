@@ -76,6 +76,7 @@ class Strip:
     term: str = ""  # the term it defines, when it is part of a definition
     subject: str = ""  # a key-value table's row: what the table's first row says its entry is
     referent: str = ""  # the heading its opening "This module…" names (corpus.chunking.heading_referent)
+    shows: str = ""  # the short code block its last sentence introduces (corpus.chunking.shown_code)
 
     @property
     def shown(self) -> str:
@@ -170,7 +171,7 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
     never an answer (corpus/instructions.py)."""
     strips: list[Strip] = []
     blocks: list[int] = []  # the block each strip ends in
-    pending, first = "", None
+    pending, first, shows = "", None, ""  # shows: what the pending text's last sentence introduces
     sentences = [s for s in sentences_in_context(text, section) if not addresses_a_model(s.sentence)]
 
     def close(block: int) -> None:
@@ -184,6 +185,7 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
                 term=first.term,
                 subject=first.subject,
                 referent=first.referent,
+                shows=shows,
             )
         )
         blocks.append(block)
@@ -197,21 +199,22 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
         if in_context.row:
             # A table row is a record of its own: "Default: KeepAliveTimeout 5", glued to the next
             # row ("Context: server config"), was judged as neither.
-            first, pending = in_context, in_context.sentence
+            first, pending, shows = in_context, in_context.sentence, in_context.shows
             close(in_context.block)
             continue
         first = first if pending else in_context
-        pending = f"{pending} {in_context.sentence}".strip()
+        pending, shows = f"{pending} {in_context.sentence}".strip(), in_context.shows
         ends_block = i + 1 == len(sentences) or sentences[i + 1].block != in_context.block
         if len(pending.split()) < min_words and ends_block and strips and blocks[-1] == in_context.block:
             # A fragment that ends its block ("New in version 3.11.", "Default: 'buffer'.") belongs
             # to the sentence before it, not to the next item's or definition's first sentence.
             strips[-1].text, pending = f"{strips[-1].text} {pending}", ""
+            strips[-1].shows = shows
         elif len(pending.split()) >= min_words:
             close(in_context.block)
     if pending:
         if strips and blocks[-1] not in {s.block for s in sentences if s.row}:  # never onto a row
-            strips[-1].text = f"{strips[-1].text} {pending}"
+            strips[-1].text, strips[-1].shows = f"{strips[-1].text} {pending}", shows
         else:
             close(sentences[-1].block)
     return strips

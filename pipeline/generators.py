@@ -44,6 +44,7 @@ class EvidenceText:
     judged: tuple[str, ...] = ()  # the same strips under their labels (gate.Strip.labelled): what the judge reads
     relevances: tuple[float, ...] = ()  # the gate's relevance of each strip (0 where not scored)
     labels: tuple[str, ...] = ()  # the heading or term each strip sits under (gate.Strip.label)
+    shows: tuple[str, ...] = ()  # the short code block each strip introduces, or "" (gate.Strip.shows)
 
 
 @dataclass
@@ -133,7 +134,12 @@ class ExtractiveGenerator:
         cited = list(dict.fromkeys(s.n for s in chosen))
         # Every sentence cited, also inside a strip that joined a short fragment to its neighbour
         # ("He won. It was 1990."): validation reads an uncited sentence as an unsupported claim.
-        text = " ".join(f"{sentence} [{s.n}]" for s in chosen for sentence in split_sentences(s.text))
+        shows = {e.n: e.shows for e in evidence}
+        text = " ".join(
+            _quoted(sentence, s.n, shows[s.n][s.position] if last and len(shows[s.n]) > s.position else "")
+            for s in chosen
+            for sentence, last in _with_last(split_sentences(s.text))
+        )
         if max(s.score for s in chosen) < floor:
             # A relevant passage that states no answer: offered as related, not answered (and so
             # never proposed as a corpus addition).
@@ -150,6 +156,19 @@ class ExtractiveGenerator:
 def answer_pieces(text: str) -> list[str]:
     """An answer cut after each citation group ("… [1] [2]"): how a finished answer is streamed."""
     return [piece + " " for piece in re.split(r"(?<=\])\s+(?!\[)", text) if piece]
+
+
+def _quoted(sentence: str, n: int, code: str = "") -> str:
+    """A quoted sentence with its citation; a sentence that introduces a short code block ("…add
+    these two directives:") with the block, indented as Markdown and the page show code, before the
+    citation so that the sentence and its code are one cited claim."""
+    if not code:
+        return f"{sentence} [{n}]"
+    return f"{sentence}\n" + "\n".join(f"    {line}" for line in code.splitlines()) + f"\n[{n}]"
+
+
+def _with_last(items: list[str]) -> list[tuple[str, bool]]:
+    return [(item, i == len(items) - 1) for i, item in enumerate(items)]
 
 
 def _judged(question: str, strips: list[_Strip]) -> list[Sentence]:

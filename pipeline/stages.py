@@ -191,6 +191,7 @@ def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
         EvidenceText(
             c.n, c.refined or c.text, c.title, c.origin, tuple(s.shown for s in c.strips),
             tuple(s.labelled for s in c.strips), tuple(s.relevance for s in c.strips), tuple(s.label for s in c.strips),
+            tuple(s.shows for s in c.strips),
         )
         for c in candidates
     ]  # fmt: skip

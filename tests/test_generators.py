@@ -73,6 +73,36 @@ def test_every_sentence_of_an_extractive_answer_is_cited_even_inside_a_joined_st
     assert attribution_score(answer_sentences(generation.text), {2})[0] == 1.0  # no sentence reads as uncited
 
 
+def test_a_quoted_sentence_that_introduces_a_short_code_block_brings_the_block():
+    """ "…requires the addition of these two directives:" names them only in the configuration
+    below it: the answer shows the block, indented, before the citation, so validation reads the
+    sentence and its code as one cited claim."""
+    from pipeline.gate import strips_in_context
+    from pipeline.validation import answer_sentences, attribution_score
+
+    text = (
+        "Enabling OCSP stapling requires only the addition of these two directives:\n\n"
+        '```\nSSLUseStapling On\nSSLStaplingCache "shmcb:logs/ssl_stapling(32768)"\n```\n\n'
+        "Stapling makes the server fetch the certificate status on behalf of its clients."
+    )
+    strips = strips_in_context(text, ("OCSP Stapling",))
+    evidence = EvidenceText(
+        3, text, "SSL How-To", sentences=tuple(s.shown for s in strips), shows=tuple(s.shows for s in strips)
+    )
+    generation = ExtractiveGenerator().generate("Which two directives turn on OCSP stapling?", [evidence])
+    assert generation.text.startswith(
+        "Enabling OCSP stapling requires only the addition of these two directives:\n"
+        '    SSLUseStapling On\n    SSLStaplingCache "shmcb:logs/ssl_stapling(32768)"\n[3]'
+    ), generation.text
+    sentences = answer_sentences(generation.text)
+    assert "SSLUseStapling On" in sentences[0][0] and sentences[0][1] == [3]
+    assert attribution_score(sentences, {3})[0] == 1.0
+    # Only a sentence ending with a colon right before a short block: not the last one here.
+    assert [bool(s.shows) for s in strips] == [True, False]
+    long_listing = "Run this script:\n\n```\n" + "\n".join(f"line {i}" for i in range(12)) + "\n```"
+    assert not strips_in_context(long_listing, ("Scripts",))[0].shows
+
+
 def test_ollama_generator_sends_numbered_evidence_and_keeps_only_real_citations():
     seen = {}
 
