@@ -154,8 +154,9 @@ class ExtractiveGenerator:
 
 
 def answer_pieces(text: str) -> list[str]:
-    """An answer cut after each citation group ("… [1] [2]"): how a finished answer is streamed."""
-    return [piece + " " for piece in re.split(r"(?<=\])\s+(?!\[)", text) if piece]
+    """An answer cut after each citation group ("… [1] [2]"): how a finished answer is streamed.
+    Cut at spaces only: a quoted code block's line break after "…[G]" stays a line break."""
+    return [piece + " " for piece in re.split(r"(?<=\])[ \t]+(?!\[)", text) if piece]
 
 
 def _quoted(sentence: str, n: int, code: str = "") -> str:

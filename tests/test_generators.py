@@ -13,6 +13,7 @@ from pipeline.generators import (
     ExtractiveGenerator,
     GeneratorUnavailable,
     OllamaGenerator,
+    answer_pieces,
     parse_answer,
 )
 from tests import loopback
@@ -97,6 +98,9 @@ def test_a_quoted_sentence_that_introduces_a_short_code_block_brings_the_block()
     sentences = answer_sentences(generation.text)
     assert "SSLUseStapling On" in sentences[0][0] and sentences[0][1] == [3]
     assert attribution_score(sentences, {3})[0] == 1.0
+    flags = "Refuse both:\n    RewriteRule ^/old - [G]\n    RewriteRule ^/x - [F]\n[2] Then reload. [2]"
+    for answer in (generation.text, flags):  # streamed line for line, a code line's "[G]" no cut
+        assert "".join(answer_pieces(answer)).rstrip() == answer
     # Only a sentence ending with a colon right before a short block: not the last one here.
     assert [bool(s.shows) for s in strips] == [True, False]
     long_listing = "Run this script:\n\n```\n" + "\n".join(f"line {i}" for i in range(12)) + "\n```"
