@@ -161,8 +161,8 @@ def answer_pieces(text: str) -> list[str]:
 
 def _quoted(sentence: str, n: int, code: str = "") -> str:
     """A quoted sentence with its citation; a sentence that introduces a short code block ("…add
-    these two directives:") with the block, indented as Markdown and the page show code, before the
-    citation so that the sentence and its code are one cited claim."""
+    these two directives:") with the block, indented as Markdown shows code (the answer page keeps
+    line breaks), before the citation, so that the sentence and its code are one cited claim."""
     if not code:
         return f"{sentence} [{n}]"
     return f"{sentence}\n" + "\n".join(f"    {line}" for line in code.splitlines()) + f"\n[{n}]"
