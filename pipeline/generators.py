@@ -85,6 +85,7 @@ class _Strip:
     judged: str  # what the answer judge reads: the strip under its label
     relevance: float  # the gate's strip relevance (0 when not scored)
     label: str  # the heading or term it sits under ("" in a passage without sections)
+    shows: str  # the short code block its last sentence introduces ("" when none)
 
 
 def _strips(evidence: EvidenceText) -> list[_Strip]:
@@ -94,8 +95,10 @@ def _strips(evidence: EvidenceText) -> list[_Strip]:
     judged = list(evidence.judged) if len(evidence.judged) == len(texts) else texts
     relevances = list(evidence.relevances) if len(evidence.relevances) == len(texts) else [0.0] * len(texts)
     labels = list(evidence.labels) if len(evidence.labels) == len(texts) else [""] * len(texts)
+    shows = list(evidence.shows) if len(evidence.shows) == len(texts) else [""] * len(texts)
     return [
-        _Strip(evidence.n, i, *fields) for i, fields in enumerate(zip(texts, judged, relevances, labels, strict=True))
+        _Strip(evidence.n, i, *fields)
+        for i, fields in enumerate(zip(texts, judged, relevances, labels, shows, strict=True))
     ]
 
 
@@ -134,12 +137,7 @@ class ExtractiveGenerator:
         cited = list(dict.fromkeys(s.n for s in chosen))
         # Every sentence cited, also inside a strip that joined a short fragment to its neighbour
         # ("He won. It was 1990."): validation reads an uncited sentence as an unsupported claim.
-        shows = {e.n: e.shows for e in evidence}
-        text = " ".join(
-            _quoted(sentence, s.n, shows[s.n][s.position] if last and len(shows[s.n]) > s.position else "")
-            for s in chosen
-            for sentence, last in _with_last(split_sentences(s.text))
-        )
+        text = " ".join(_cited(s.text, s.n, strips[s.n][s.position].shows) for s in chosen)
         if max(s.score for s in chosen) < floor:
             # A relevant passage that states no answer: offered as related, not answered (and so
             # never proposed as a corpus addition).
@@ -159,17 +157,19 @@ def answer_pieces(text: str) -> list[str]:
     return [piece + " " for piece in re.split(r"(?<=\])[ \t]+(?!\[)", text) if piece]
 
 
-def _quoted(sentence: str, n: int, code: str = "") -> str:
-    """A quoted sentence with its citation; a sentence that introduces a short code block ("…add
-    these two directives:") with the block, indented as Markdown shows code (the answer page keeps
-    line breaks), before the citation, so that the sentence and its code are one cited claim."""
-    if not code:
-        return f"{sentence} [{n}]"
-    return f"{sentence}\n" + "\n".join(f"    {line}" for line in code.splitlines()) + f"\n[{n}]"
-
-
-def _with_last(items: list[str]) -> list[tuple[str, bool]]:
-    return [(item, i == len(items) - 1) for i, item in enumerate(items)]
+def _cited(strip: str, n: int, code: str = "") -> str:
+    """A chosen strip's sentences, each with its citation; the short code block its last sentence
+    introduces ("…add these two directives:") follows that sentence, indented as Markdown shows
+    code (the answer page keeps line breaks), before its citation, so that the sentence and its
+    code are one cited claim."""
+    sentences = split_sentences(strip)
+    if not sentences:
+        return ""
+    *leading, last = sentences
+    block = "".join(f"\n    {line}" for line in code.splitlines())
+    return " ".join(
+        [*(f"{sentence} [{n}]" for sentence in leading), f"{last}{block}\n[{n}]" if code else f"{last} [{n}]"]
+    )
 
 
 def _judged(question: str, strips: list[_Strip]) -> list[Sentence]:
