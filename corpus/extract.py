@@ -108,7 +108,7 @@ def _extract(
     if suffix == ".pdf":
         title, text = _read_pdf(data)
     else:
-        title, text = _read_html(raw) if suffix in (".html", ".htm") else (_markdown_title(raw), raw)
+        title, text = _read_text(suffix, raw)
     text = text.strip()
     if not text:
         raise ExtractionError("no extractable text")
@@ -229,6 +229,16 @@ def _decode(data: bytes, charset: str | None) -> str:
 
 def _title_from_name(path: Path) -> str:
     return re.sub(r"[_-]+", " ", path.stem).strip() or path.name
+
+
+def _read_text(suffix: str, raw: str) -> tuple[str, str]:
+    if suffix in (".html", ".htm"):
+        return _read_html(raw)
+    if suffix in (".md", ".markdown"):
+        from corpus.markdown import read_markdown
+
+        return read_markdown(raw)
+    return _markdown_title(raw), raw
 
 
 def _markdown_title(text: str) -> str:

@@ -199,3 +199,77 @@ def test_a_note_box_titled_by_a_heading_leaves_its_section_named_as_it_was(tmp_p
         "## Write Ahead Log", "The log protects committed work.", "Note:", "Unlogged tables skip it.",
         "The default level is replica.", "### Checkpoints", "A checkpoint flushes every data file.",
     ]  # fmt: skip
+
+
+MARKDOWN_PAGE = """---
+title: "Release process"
+owner: platform-team
+---
+Release process
+===============
+
+<!-- TODO(ana): the freeze date moves to Thursday; do not publish yet -->
+
+Releases are cut from [the main branch](https://git.example.com/main "Main") every Tuesday.
+See the [checklist][cl] and the [rollback guide][] before a release; [Freeze rules] apply.
+![build status](https://ci.example.com/badge.svg)
+
+Signing
+-------
+
+<!-- YAML
+added: v2.1
+-->
+Artifacts are signed with `gpg --detach-sign [file](x)`.
+
+***
+
+```
+# keep: <!-- not a comment here --> and [a](b) stay as written
+```
+
+[cl]: https://wiki.example.com/checklist
+[rollback guide]: https://wiki.example.com/rollback
+[freeze rules]: ./freeze.md "Freeze"
+"""
+
+
+def test_markdown_keeps_what_a_reader_sees(tmp_path):
+    """Front matter, comments, link targets and definitions, images: markup no reader sees never
+    reaches a chunk; a setext heading is a heading; fenced code stays exactly as written."""
+    from corpus.chunking import parse_blocks
+
+    (tmp_path / "release.md").write_text(MARKDOWN_PAGE)
+    md = only_document(tmp_path / "release.md")
+    assert md.title == "Release process"
+    for hidden in ("owner: platform-team", "TODO(ana)", "freeze date", "added: v2.1", "https://", "badge", "[cl]"):
+        assert hidden not in md.text.replace("# keep", ""), hidden
+    assert "Releases are cut from the main branch every Tuesday." in md.text
+    assert "See the checklist and the rollback guide before a release; Freeze rules apply." in md.text
+    assert "signed with `gpg --detach-sign [file](x)`." in md.text  # a code span is code
+    assert "# keep: <!-- not a comment here --> and [a](b) stay as written" in md.text
+    headings = [(b.level, b.text) for b in parse_blocks(md.text) if b.kind == "heading"]
+    assert headings == [(1, "Release process"), (2, "Signing")]
+    assert not any(b.text.strip("*-_ ") == "" for b in parse_blocks(md.text))  # the *** rule is no sentence
+
+
+def test_markdown_title_from_front_matter(tmp_path):
+    (tmp_path / "notes.md").write_text("---\ntitle: 'Travel policy'\n---\nBook trains over flights under 500 km.\n")
+    md = only_document(tmp_path / "notes.md")
+    assert md.title == "Travel policy" and md.text == "Book trains over flights under 500 km."
+
+
+def test_markdown_html_reads_as_rendered(tmp_path):
+    """Inline tags go (an anchor before each error code), entities and escapes show their
+    character, and an HTML table in the Markdown is read as a table."""
+    (tmp_path / "errors.md").write_text(
+        '# Errors\n\n<a id="E_QUOTA"></a>\n### E_QUOTA\n\nThe upload exceeds the team&#39;s quota of 5&nbsp;GB; '
+        "ask for \\*more\\* at <https://help.example.com>.\n\n"
+        "<table>\n  <tr><th>Plan</th><th>Quota</th></tr>\n  <tr><td><code>team</code></td><td>5 GB</td></tr>\n</table>\n\n"
+        "After the table.\n"
+    )
+    md = only_document(tmp_path / "errors.md")
+    assert "<a" not in md.text and "</" not in md.text
+    assert "The upload exceeds the team's quota of 5\xa0GB; ask for *more* at https://help.example.com." in md.text
+    assert "Plan: team; Quota: 5 GB" in md.text
+    assert md.text.endswith("After the table.")
