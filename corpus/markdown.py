@@ -33,6 +33,9 @@ _REFERENCE_LINK = re.compile(rf"\[({_WRAP}+)\]\[[^\]\n]*\]")
 _SHORTCUT_LINK = re.compile(rf"\[({_WRAP}+)\](?![\[(:])")  # [label], a link only where [label]: is defined
 _AUTOLINK = re.compile(r"<((?:https?|mailto|ftp):[^<>\s]+)>")
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")  # inline HTML: <a id="x"></a>, <br>, <kbd>
+# **Default:** reads "Default:". Only the double asterisk: single * and _ are too often literal
+# (globs, __init__), and strong emphasis is what manuals mark their labels with.
+_STRONG = re.compile(r"\*\*(?=\S)((?:[^*\n]|\*(?!\*))+?)(?<=\S)\*\*")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")  # \[, \<, \* show the character itself
 # CommonMark's HTML blocks that matter in documents: they run to the next blank line.
 _HTML_BLOCK = re.compile(
@@ -121,7 +124,8 @@ def _structural(line: str) -> bool:
 
 def _inline(text: str, defined: set[str]) -> list[str]:
     """`text`'s lines as rendered: each link as its text, images and inline tags gone, autolinks as
-    their address, entities and backslash escapes resolved; code spans exactly as written."""
+    their address, strong emphasis unmarked, entities and backslash escapes resolved; code spans
+    exactly as written."""
     spans: list[str] = []
 
     def hold(match: re.Match) -> str:
@@ -136,6 +140,7 @@ def _inline(text: str, defined: set[str]) -> list[str]:
         lambda m: m.group(1) if _label(_restored(m.group(1), spans)) in defined else m.group(0), held
     )
     held = _AUTOLINK.sub(r"\1", held)
+    held = _STRONG.sub(r"\1", held)
     held = html.unescape(_TAG.sub("", held))
     held = _ESCAPE.sub(r"\1", held)
     return _restored(held, spans).split("\n")

@@ -220,7 +220,7 @@ Signing
 <!-- YAML
 added: v2.1
 -->
-Artifacts are signed with `gpg --detach-sign [file](x)`.
+Artifacts are signed with `gpg --detach-sign [file](x)`. **Default:** `sha512`, see `**/*.sig`.
 
 ***
 
@@ -246,7 +246,7 @@ def test_markdown_keeps_what_a_reader_sees(tmp_path):
         assert hidden not in md.text.replace("# keep", ""), hidden
     assert "Releases are cut from the main branch every Tuesday." in md.text
     assert "See the checklist and the rollback guide before a release; Freeze rules apply." in md.text
-    assert "signed with `gpg --detach-sign [file](x)`." in md.text  # a code span is code
+    assert "signed with `gpg --detach-sign [file](x)`. Default: `sha512`, see `**/*.sig`." in md.text  # code is code
     assert "# keep: <!-- not a comment here --> and [a](b) stay as written" in md.text
     headings = [(b.level, b.text) for b in parse_blocks(md.text) if b.kind == "heading"]
     assert headings == [(1, "Release process"), (2, "Signing")]
