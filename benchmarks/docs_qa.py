@@ -1,12 +1,15 @@
-"""Cairn on real documentation sets, each a manual a Debian package installs as HTML:
+"""Cairn on real documentation sets, each a manual a Debian package installs:
 
 - python: the Python 3.11 manual (python3-doc), 114 pages; the issue's benchmark, floors read here;
 - apache: the Apache HTTP Server 2.4 manual (apache2-doc), all 244 English pages: a second
   manual of another kind (directive tables, a reference of modules), to check that what was
-  tuned on Python's docs carries over. Its tune part is looked at, its held-out part only reported.
+  tuned on Python's docs carries over. Its tune part is looked at, its held-out part only reported;
+- nodejs: the Node.js 20 API manual in Markdown (the `nodejs` package's /usr/share/doc/nodejs/api),
+  64 pages: a manual as a docs repository or a wiki holds it, with YAML comment blocks, link
+  reference definitions and fenced code. Its tune part is looked at, its held-out part only reported.
 
-    apt-get install python3-doc apache2-doc
-    .venv/bin/python benchmarks/docs_qa.py [--set python|apache] [--part held_out|tune|all] [--throughput]
+    apt-get install python3-doc apache2-doc nodejs
+    .venv/bin/python benchmarks/docs_qa.py [--set python|apache|nodejs] [--part held_out|tune|all] [--throughput]
 
 The pages in benchmarks/<set>_docs/pages.txt are read from the package's folder with Cairn's own
 extractor and ingested into the set's collection of the `cairn_bench` database (a re-run reuses
@@ -18,8 +21,9 @@ included, against the raw embedding throughput of the same chunk inputs). The qu
 - unanswerable: the share answered "not found" (found false), and the action taken;
 - HTTP 5xx; answers over 3 sentences; latency p50/p95 of the whole request;
 - boilerplate: chunks holding the site's navigation chrome (the set's `chrome` strings, which the
-  page template puts around every page) or a heading's anchor glyph.
-Tune on "tune"; the floors are read on "held_out". Writes benchmarks/results/docs_qa[_apache][_tune].json
+  page template puts around every page) or a heading's anchor glyph; for Markdown, markup no
+  reader sees (comments, link targets and definitions).
+Tune on "tune"; the floors are read on "held_out". Writes benchmarks/results/docs_qa[_apache|_nodejs][_tune].json
 and .png.
 """
 
@@ -68,6 +72,12 @@ SETS = {
         result="docs_qa_apache",
         chrome=("Available Languages:", "Modules | Directives", "The Apache Software Foundation.",
                 "Licensed under the Apache License", "Apache > HTTP Server > Documentation", "¶"),
+    ),
+    "nodejs": DocSet(
+        name="Node.js docs (Markdown)", package="nodejs", pages=Path("/usr/share/doc/nodejs/api"),
+        environ="CAIRN_NODEJS_DOCS", folder=ROOT / "benchmarks" / "nodejs_docs", collection="nodedocs",
+        result="docs_qa_nodejs",
+        chrome=("<!--", "-->", "](http", "](#", "]: http", "]: #", ".md#"),
     ),
 }  # fmt: skip
 LONG_ANSWER_SENTENCES = 3
