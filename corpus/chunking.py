@@ -171,6 +171,7 @@ class InContext(NamedTuple):
     subject: str = ""  # a key-value table's row: what its first row says the entry is (key_value_subject)
     referent: str = ""  # the heading its opening "This module" names (heading_referent)
     shows: str = ""  # the short code block it introduces ("…add these two directives:"), shown_code
+    item: bool = False  # a list item: a point of its own, however short ("`options` {Object}")
 
 
 def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InContext]:
@@ -210,8 +211,17 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
             shows = shown_code(sentence, blocks[index + 1 : index + 2]) if sentence is sentences[-1] else ""
             triples.append(
                 InContext(
-                    sentence, label if label != sentence else "", antecedent, term, index, row, subject, referent, shows
-                )
+                    sentence,
+                    label if label != sentence else "",
+                    antecedent,
+                    term,
+                    index,
+                    row,
+                    subject,
+                    referent,
+                    shows,
+                    block.kind == "item",
+                )  # fmt: skip
             )
             previous = sentence
     return triples

@@ -66,6 +66,10 @@ class Action(enum.StrEnum):
     INCORRECT = "INCORRECT"  # every candidate falls below the lower one (or there are none)
 
 
+_BARE_NAME = re.compile(r"`[^`]+`[:.]?")  # an item that is only a name in code
+_CODE_NAME = re.compile(r"`([^`]+)`")  # a heading that is only a name in code
+
+
 @dataclass
 class Strip:
     text: str
@@ -83,10 +87,15 @@ class Strip:
         """The strip as an answer quotes it: a definition's sentence with its term when it does not
         name it ("class asyncio.TaskGroup: All tasks are awaited when the context manager exits."),
         a section's opening "This module…" with the heading it points to ("Apache Module
-        mod_proxy_hcheck: This module provides for dynamic health checking…")."""
+        mod_proxy_hcheck: This module provides for dynamic health checking…"), an API entry's
+        sentence with the heading that names it in code, as Markdown references head each function
+        ("`os.availableParallelism()`: Returns an estimate of the default amount of parallelism…")."""
         if self.term and self.term.lower() not in self.text.lower():
             return _under(self.term, self.text)
-        return _under(self.referent, self.text) if self.referent else self.text
+        if self.referent:
+            return _under(self.referent, self.text)
+        named = _CODE_NAME.fullmatch(self.label)
+        return _under(self.label, self.text) if named and named.group(1).lower() not in self.text.lower() else self.text
 
     @property
     def judged(self) -> str:
@@ -192,10 +201,19 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
         pending = ""
 
     for i, in_context in enumerate(sentences):
-        if pending and ((in_context.label, in_context.term) != (first.label, first.term) or in_context.row):
+        before = sentences[i - 1] if i else None
+        if pending and (
+            (in_context.label, in_context.term) != (first.label, first.term)
+            or in_context.row
+            or (before.item and before.block != in_context.block and not _BARE_NAME.fullmatch(pending))
+        ):
             # A fragment is not glued across entries: "New in version 3.11." that ends the previous
-            # definition, at a chunk's start, led the next one's answer.
-            close(sentences[i - 1].block)
+            # definition, at a chunk's start, led the next one's answer. Nor out of its list item:
+            # a manual's parameter list ("- `options` {Object}", "- `cost` {number} CPU/memory cost
+            # parameter. … Default: `16384`.") read "`options` {Object} `cost` {number} CPU/memory
+            # cost parameter." and lost the default to the next strip. An item that is a bare name
+            # names the point below it ("- `BROTLI_PARAM_QUALITY`" over "- Ranges from …").
+            close(before.block)
         if in_context.row:
             # A table row is a record of its own: "Default: KeepAliveTimeout 5", glued to the next
             # row ("Context: server config"), was judged as neither.

@@ -137,7 +137,9 @@ class ExtractiveGenerator:
         cited = list(dict.fromkeys(s.n for s in chosen))
         # Every sentence cited, also inside a strip that joined a short fragment to its neighbour
         # ("He won. It was 1990."): validation reads an uncited sentence as an unsupported claim.
-        text = " ".join(_cited(s.text, s.n, strips[s.n][s.position].shows) for s in chosen)
+        text = " ".join(
+            _cited(quoted, s.n, strips[s.n][s.position].shows) for s, quoted in zip(chosen, _named_once(chosen, strips))
+        )
         if max(s.score for s in chosen) < floor:
             # A relevant passage that states no answer: offered as related, not answered (and so
             # never proposed as a corpus addition).
@@ -155,6 +157,19 @@ def answer_pieces(text: str) -> list[str]:
     """An answer cut after each citation group ("… [1] [2]"): how a finished answer is streamed.
     Cut at spaces only: a quoted code block's line break after "…[G]" stays a line break."""
     return [piece + " " for piece in re.split(r"(?<=\])[ \t]+(?!\[)", text) if piece]
+
+
+def _named_once(chosen: list[Sentence], strips: dict[int, list[_Strip]]) -> list[str]:
+    """The chosen strips' texts, the entry they are quoted under ("os.path.expanduser(path): …",
+    gate.Strip.shown) named once for a run of strips from the same entry of the same passage, not
+    before each of them."""
+    texts, named = [], None
+    for s in chosen:
+        label = strips[s.n][s.position].label.rstrip(":")
+        prefix = f"{label}: " if label and s.text.startswith(f"{label}: ") else ""
+        texts.append(s.text[len(prefix) :] if prefix and named == (s.n, prefix) else s.text)
+        named = (s.n, prefix) if prefix else None
+    return texts
 
 
 def _cited(strip: str, n: int, code: str = "") -> str:

@@ -91,6 +91,24 @@ def test_a_fragment_is_never_glued_to_another_entry():
     assert field.shown == field.labelled == "Author: Andrew Dalke and Raymond Hettinger wrote this guide."
 
 
+def test_a_list_item_fragment_is_a_point_of_its_own_unless_it_is_a_bare_name():
+    # Node.js's Markdown reference: a parameter list nests an object's options under it, and a
+    # constant's description under its bare name.
+    text = (
+        "- `options` {Object}\n  - `cost` {number} CPU/memory cost parameter. Must be a power of two "
+        "greater than one. Default: `16384`.\n- Returns: {integer}\n\n"
+        "Derives a key from the password with the scrypt function.\n\n"
+        "- `BROTLI_PARAM_QUALITY`\n  - Ranges from 0 to 11, with a default of 11."
+    )
+    assert [s.text for s in strips_in_context(text, ("crypto.scrypt()",))] == [
+        "`options` {Object}",
+        "`cost` {number} CPU/memory cost parameter. Must be a power of two greater than one. Default: `16384`.",
+        "Returns: {integer}",
+        "Derives a key from the password with the scrypt function.",
+        "`BROTLI_PARAM_QUALITY` Ranges from 0 to 11, with a default of 11.",
+    ]
+
+
 def test_strips_carry_their_heading_term_and_the_sentence_a_pronoun_leans_on():
     text = (
         "## Identifiers\n\nAn identifier names a table or a column. It must be shorter than 64 bytes in the default build.\n\n"
