@@ -221,7 +221,7 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
                     referent,
                     shows,
                     block.kind == "item",
-                )  # fmt: skip
+                )
             )
             previous = sentence
     return triples

@@ -111,8 +111,9 @@ def _html_block(lines: list[str]) -> list[str]:
         return []
     from corpus.html import NavigationPage, html_to_blocks
 
+    markup = "\n".join(lines)
     try:
-        return html_to_blocks(f"<html><body>{chr(10).join(lines)}</body></html>")[1].split("\n")
+        return html_to_blocks(f"<html><body>{markup}</body></html>")[1].split("\n")
     except NavigationPage:  # a list of links: their text
         return [html.unescape(_TAG.sub(" ", " ".join(lines))).strip()]
 
