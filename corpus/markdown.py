@@ -17,7 +17,8 @@ from __future__ import annotations
 import html
 import re
 
-_FENCE = re.compile(r"^\s*(```+|~~~+)")
+from corpus.chunking import _FENCE, _HEADING, _ITEM, _QUOTE, _ROW  # the block syntax the chunker reads
+
 _FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _FRONT_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.M)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
@@ -45,7 +46,6 @@ _HTML_BLOCK = re.compile(
 )
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _THEMATIC_BREAK = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-_ATX_TITLE = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$")
 
 
 def read_markdown(raw: str) -> tuple[str, str]:
@@ -64,7 +64,9 @@ def read_markdown(raw: str) -> tuple[str, str]:
     def clean_prose() -> None:
         nonlocal title
         cleaned = _prose(prose, defined)
-        title = title or next((m.group(1) for line in cleaned if (m := _ATX_TITLE.match(line))), "")
+        title = title or next(
+            (m.group(2) for line in cleaned if (m := _HEADING.match(line)) and len(m.group(1)) == 1 and m.group(2)), ""
+        )
         lines.extend(cleaned)
         prose.clear()
 
@@ -120,7 +122,7 @@ def _html_block(lines: list[str]) -> list[str]:
 
 def _structural(line: str) -> bool:
     """A line a setext underline cannot make a heading: already a heading, an item, a row, a quote."""
-    return bool(re.match(r"^\s*(?:#|[-*+]\s|\d{1,3}[.)]\s|\||>)", line))
+    return any(syntax.match(line) for syntax in (_HEADING, _ITEM, _ROW, _QUOTE))
 
 
 def _inline(text: str, defined: set[str]) -> list[str]:

@@ -91,23 +91,23 @@ class Strip:
         sentence with the heading that names it in code, as Markdown references head each function
         ("`os.availableParallelism()`: Returns an estimate of the default amount of parallelism…")."""
         if self.term and self.term.lower() not in self.text.lower():
-            return _under(self.term, self.text)
+            return under(self.term, self.text)
         if self.referent:
-            return _under(self.referent, self.text)
+            return under(self.referent, self.text)
         named = _CODE_NAME.fullmatch(self.label)
-        return _under(self.label, self.text) if named and named.group(1).lower() not in self.text.lower() else self.text
+        return under(self.label, self.text) if named and named.group(1).lower() not in self.text.lower() else self.text
 
     @property
     def judged(self) -> str:
         """What the relevance evaluator reads (refinement, agreement): the strip under its label,
         after the sentence a pronoun leans on, so "It must be shorter than 8000 bytes." is kept."""
-        return _under(self._context, " ".join(p for p in (self.antecedent, self.text) if p))
+        return under(self._context, " ".join(p for p in (self.antecedent, self.text) if p))
 
     @property
     def labelled(self) -> str:
         """What the answer judge reads: the strip under its label, without the antecedent (read by
         the judge too, it made the pronoun's sentence win: NQ gold in answer 0.850 -> 0.835)."""
-        return _under(self._context, self.text)
+        return under(self._context, self.text)
 
     @property
     def _context(self) -> str:
@@ -116,7 +116,7 @@ class Strip:
         return f"{self.label} ({self.subject})" if self.subject and self.label else self.label or self.subject
 
 
-def _under(label: str, text: str) -> str:
+def under(label: str, text: str) -> str:
     """`text` under its heading or term; a field list's "Author:" is not doubled into "Author::"."""
     return f"{label.rstrip(':')}: {text}" if label else text
 

@@ -26,6 +26,7 @@ from django.conf import settings
 from corpus.chunking import split_sentences
 from corpus.citations import citation_numbers, keep_citations
 from pipeline.extractive import OTHER_STRIPS, Sentence, answer_selection, lead_switch, making_room, others_joining
+from pipeline.gate import under
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
 NOT_STATED = "No passage states the answer; these look related:"
@@ -165,8 +166,8 @@ def _named_once(chosen: list[Sentence], strips: dict[int, list[_Strip]]) -> list
     before each of them."""
     texts, named = [], None
     for s in chosen:
-        label = strips[s.n][s.position].label.rstrip(":")
-        prefix = f"{label}: " if label and s.text.startswith(f"{label}: ") else ""
+        prefix = under(strips[s.n][s.position].label, "")  # "" when it has no label
+        prefix = prefix if s.text.startswith(prefix) else ""
         texts.append(s.text[len(prefix) :] if prefix and named == (s.n, prefix) else s.text)
         named = (s.n, prefix) if prefix else None
     return texts
