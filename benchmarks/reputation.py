@@ -169,7 +169,8 @@ class Bench:
         self.chunk_ids = list(
             Chunk.objects.filter(document=self.document).order_by("ordinal").values_list("id", flat=True)
         )
-        self.user, _ = User.objects.get_or_create(username=USER)
+        # Staff: the bench's feedback carries verifier results, which only staff and the verifier group send.
+        self.user, _ = User.objects.get_or_create(username=USER, defaults={"is_staff": True})
         self.step_seconds = step_seconds
 
     def drop(self) -> None:

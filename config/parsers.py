@@ -1,10 +1,19 @@
-"""The API's JSON parser, with a bound on nesting: Python's parser recurses, so a body nested a
-thousand deep raised RecursionError (a 500) on every POST endpoint. No Cairn input nests deeper
-than a few levels."""
+"""The API's JSON parser, with bounds on size and nesting. Size: DRF reads the stream itself, past
+Django's DATA_UPLOAD_MAX_MEMORY_SIZE, so without a bound any endpoint took a body of any length
+into memory. Nesting: Python's parser recurses, so a body nested a thousand deep raised
+RecursionError (a 500) on every POST endpoint. No Cairn input nests deeper than a few levels."""
+
+import io
 
 from django.conf import settings
-from rest_framework.exceptions import ParseError
+from rest_framework import status
+from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import JSONParser
+
+
+class BodyTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
 
 
 def json_depth(value) -> int:
@@ -21,10 +30,18 @@ def json_depth(value) -> int:
 
 
 class DepthLimitedJSONParser(JSONParser):
+    """Bodies up to the view's `max_body_bytes` (documents: the upload limit), else
+    CAIRN_MAX_REQUEST_BYTES; read no further than one byte past it, whatever Content-Length says."""
+
     def parse(self, stream, media_type=None, parser_context=None):
+        view = (parser_context or {}).get("view")
+        limit = getattr(view, "max_body_bytes", None) or settings.CAIRN_MAX_REQUEST_BYTES
+        body = stream.read(limit + 1)
+        if len(body) > limit:
+            raise BodyTooLarge(f"The request body is larger than {limit} bytes (CAIRN_MAX_REQUEST_BYTES).")
         too_deep = ParseError(f"JSON parse error - nested deeper than {settings.CAIRN_JSON_MAX_DEPTH} levels.")
         try:
-            data = super().parse(stream, media_type, parser_context)
+            data = super().parse(io.BytesIO(body), media_type, parser_context)
         except RecursionError:
             raise too_deep from None
         if json_depth(data) > settings.CAIRN_JSON_MAX_DEPTH:

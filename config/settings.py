@@ -272,6 +272,9 @@ CAIRN_CURATORS_GROUP = env_str("CAIRN_CURATORS_GROUP", "curators")
 # --- Reputation (seed 004): per-chunk Beta counters learned from feedback ---------------------
 CAIRN_REPUTATION_GAMMA = env_float("CAIRN_REPUTATION_GAMMA", 0.95, minimum=0.0, maximum=1.0)  # per unit
 CAIRN_REPUTATION_DECAY_UNIT = env_float("CAIRN_REPUTATION_DECAY_UNIT", 86400.0, minimum=0.001)  # seconds
+# `verifier` feedback is ground truth: it overrides every reader's signal and the liar guard, so it
+# is taken only from staff and members of this group (a service account that checks answers).
+CAIRN_VERIFIER_GROUP = env_str("CAIRN_VERIFIER_GROUP", "verifiers")
 # score = w_sim*sim + w_c*C + w_p*P (+ w_e*sim*(Thompson sample + rarity) when exploring)
 CAIRN_RANK_WEIGHTS = env_floats("CAIRN_RANK_WEIGHTS", [0.20, 0.40, 0.10, 0.30], length=4)
 CAIRN_RANK_POOL = env_int("CAIRN_RANK_POOL", 2, minimum=1)  # retrieve top_k * pool, rank, keep top_k
@@ -347,6 +350,9 @@ REST_FRAMEWORK = {
     },
 }
 CAIRN_JSON_MAX_DEPTH = env_int("CAIRN_JSON_MAX_DEPTH", 32, minimum=2)  # nesting a request body may have
+# The largest JSON body an API endpoint reads (a question, feedback, an edited answer); document
+# uploads have CAIRN_MAX_UPLOAD_BYTES instead.
+CAIRN_MAX_REQUEST_BYTES = env_int("CAIRN_MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Cairn API",
     "DESCRIPTION": "Verification-gated question answering over an organisation's own documents.",

@@ -29,7 +29,10 @@ class FeedbackApi(APIView):
         thumbs = serializers.IntegerField(min_value=0, max_value=1, required=False, help_text="1 up, 0 down.")
         behaviour = serializers.ChoiceField(choices=Feedback.Behaviour.choices, required=False)
         verifier = serializers.FloatField(
-            min_value=0.0, max_value=1.0, required=False, help_text="External ground truth: overrides the rest."
+            min_value=0.0,
+            max_value=1.0,
+            required=False,
+            help_text="External ground truth: overrides the rest. Staff and CAIRN_VERIFIER_GROUP only.",
         )
         comment = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
 

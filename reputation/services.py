@@ -20,6 +20,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from pgvector.django import VectorField
+from rest_framework import status
 
 from config.exceptions import CairnError
 from config.postgres.prepared import fetch_prepared, instance_from_row, returning
@@ -147,6 +148,11 @@ SELECT * FROM inserted UNION ALL SELECT * FROM replaced
 """
 
 
+def may_send_verifier(user: AbstractBaseUser) -> bool:
+    """Is `user` trusted with ground truth (CAIRN_VERIFIER_GROUP)?"""
+    return user.is_staff or user.groups.filter(name=settings.CAIRN_VERIFIER_GROUP).exists()
+
+
 def feedback_submit(
     *,
     user: AbstractBaseUser,
@@ -166,6 +172,11 @@ def feedback_submit(
         raise CairnError("response_id", "no answer with this response id for you")
     if thumbs is None and not behaviour and verifier is None:
         raise CairnError("thumbs", "give at least one signal: thumbs, behaviour or verifier")
+    if verifier is not None and not may_send_verifier(user):
+        raise CairnError(
+            "verifier", f"only staff and the {settings.CAIRN_VERIFIER_GROUP!r} group send verifier results",
+            status_code=status.HTTP_403_FORBIDDEN,
+        )  # fmt: skip
     shares, judge = json.loads(credit[0]), credit[1]  # Django's connection loads jsonb as text
     signals = Signals(thumbs=thumbs, behaviour=behaviour or None, judge=judge, verifier=verifier)
     terms = outcome_terms(signals)

@@ -6,7 +6,8 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
+from django.conf import settings
+from django.contrib.auth.models import Group, User
 from django.db import connection, connections
 from django.utils import timezone
 
@@ -77,7 +78,14 @@ def counters(chunk) -> tuple:
     return r.alpha, r.beta, r.long_alpha, r.long_beta, r.fooled, r.verified
 
 
+def verifier(user):
+    """`user` as a service account that checks answers (CAIRN_VERIFIER_GROUP): it may send ground truth."""
+    user.groups.add(Group.objects.get_or_create(name=settings.CAIRN_VERIFIER_GROUP)[0])
+    return user
+
+
 def test_the_verifier_overrides_and_the_liar_counter_lowers_trust(chunks, charlie):
+    verifier(charlie)
     feedback_submit(user=charlie, response_id=answer_for(charlie, chunks), thumbs=1, verifier=0.0)
     share = Credit.objects.get().shares[0]["share"]
     alpha, beta, _, long_beta, fooled, verified = counters(chunks[0])
@@ -180,7 +188,7 @@ def committed_answers(slug: str, users: int, answers_each: int) -> tuple[list[in
         )
         user_ids, responses = [], []
         for t in range(users):
-            user = User.objects.create_user(f"{slug}-{t}")
+            user = User.objects.create_user(f"{slug}-{t}", is_staff=True)  # staff may send verifier results
             user_ids.append(user.id)
             responses.append([uuid.uuid4() for _ in range(answers_each)])
             for response_id in responses[-1]:
@@ -347,7 +355,7 @@ def test_reputation_never_makes_an_unreadable_chunk_readable(finance, charlie, a
     (policy,) = Chunk.objects.filter(document__collection=finance)
     response_id = uuid.uuid4()
     credits_record(response_id=response_id, user=alice, credited=[(policy.id, 0.9)])
-    feedback_submit(user=alice, response_id=response_id, thumbs=1, verifier=1.0)
+    feedback_submit(user=verifier(alice), response_id=response_id, thumbs=1, verifier=1.0)
     assert policy.id in [h.chunk_id for h in question_answer(user=alice, question=question, mode="fast").hits]
     assert policy.id not in [h.chunk_id for h in question_answer(user=charlie, question=question, mode="fast").hits]
 
