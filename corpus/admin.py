@@ -1,12 +1,14 @@
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.db.models import Count
+from django.contrib.admin.utils import get_fields_from_path
+from django.contrib.auth.models import Group
+from django.db.models import Count, Q
 from django.template.response import TemplateResponse
 
 from config.exceptions import CairnError
 from corpus.lineage import document_move, document_restore, document_retract
 from corpus.models import AuditEvent, Chunk, Collection, Document, Upload
-from corpus.selectors import collections_curated_by
+from corpus.selectors import collections_curated_by, documents_curated_by
 
 
 class CuratedAdmin(admin.ModelAdmin):
@@ -15,6 +17,8 @@ class CuratedAdmin(admin.ModelAdmin):
     "not found", as it is to the API."""
 
     curated_through = "collection"  # the lookup from this model to its Collection
+    # Or the lookup to its Document: a document may quote other collections too (documents_curated_by).
+    curated_document: str | None = None
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)
@@ -23,12 +27,24 @@ class CuratedAdmin(admin.ModelAdmin):
         return queryset.filter(pk__in=self.curated(request, self.model.objects.all()).values("pk"))
 
     def curated(self, request, queryset):
+        if self.curated_document is not None:
+            return queryset.filter(**{f"{self.curated_document}__in": documents_curated_by(user=request.user)})
         return queryset.filter(**{f"{self.curated_through}__in": collections_curated_by(user=request.user)})
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.related_model is Collection:
             kwargs["queryset"] = collections_curated_by(user=request.user)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_list_filter(self, request):
+        """A filter on a relation lists every row of the related table (every collection's slug);
+        here only those the curator's own rows reach."""
+        return [
+            (f, admin.RelatedOnlyFieldListFilter)
+            if isinstance(f, str) and get_fields_from_path(self.model, f)[-1].is_relation
+            else f
+            for f in super().get_list_filter(request)
+        ]
 
 
 class SuperuserOnlyAdmin(admin.ModelAdmin):
@@ -81,6 +97,16 @@ class CollectionAdmin(CuratedAdmin):
     def has_delete_permission(self, request, obj=None):
         return request.user.is_superuser
 
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        """A curator chooses among the groups of the collections they curate and their own: the
+        list of every group in the directory is no business of theirs."""
+        if db_field.related_model is Group and not request.user.is_superuser:
+            curated = collections_curated_by(user=request.user)
+            kwargs["queryset"] = Group.objects.filter(
+                Q(collections__in=curated) | Q(curated_collections__in=curated) | Q(user=request.user)
+            ).distinct()
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(document_count=Count("documents"))
 
@@ -103,21 +129,26 @@ class ChunkInline(admin.TabularInline):
 
 @admin.register(Document)
 class DocumentAdmin(CuratedAdmin):
+    curated_document = "pk"
     list_display = ["title", "collection", "origin", "status", "mime_type", "updated_at"]
     list_filter = ["collection", "origin", "status", "mime_type"]
     list_select_related = ["collection"]
     search_fields = ["title", "source", "sha256"]
-    # Status changes only through the retract action: it cascades to what rests on the document
-    # and leaves audit rows, which a bare field edit would not.
-    # A document's collection is not changed in place: moving it would hand its text to the other
-    # collection's readers. Deletion is retraction, which cascades and is audited.
-    readonly_fields = ["collection", "sha256", "mime_type", "origin", "status", "requires_collections", "created_at",
-                       "updated_at"]  # fmt: skip
+    # Shown, never edited here: title, source and metadata are what the source says (its next ingest
+    # writes them again, and the chunks are embedded under the title), and who uploaded it is a fact.
+    # Status changes through the retract / restore actions and the collection through move: they
+    # cascade to what rests on the document and leave audit rows, which a bare field edit would not.
+    fields = ["title", "collection", "source", "origin", "status", "mime_type", "metadata", "upload", "sha256",
+              "requires_collections", "created_at", "updated_at"]  # fmt: skip
+    readonly_fields = fields
     inlines = [ChunkInline]
     actions = ["retract", "restore", "move"]
 
     def has_add_permission(self, request):
         return False  # documents come in through ingestion: the API, the CLI or the ask page
+
+    def has_change_permission(self, request, obj=None):
+        return False  # the change page is a view; the actions above are the changes
 
     def has_delete_permission(self, request, obj=None):
         return False
@@ -168,7 +199,7 @@ class DocumentAdmin(CuratedAdmin):
 
 @admin.register(Chunk)
 class ChunkAdmin(CuratedAdmin):
-    curated_through = "document__collection"
+    curated_document = "document"
     list_display = ["__str__", "document", "ordinal", "token_count", "addresses_a_model"]
     list_select_related = ["document"]
     # "Addresses a model": text aimed at an LLM, for curators to review (and retract the document).

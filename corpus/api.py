@@ -23,9 +23,10 @@ from corpus.selectors import (
     collections_curated_by,
     collections_readable_by,
     document_list,
+    documents_curated_by,
     uploads_visible_to,
 )
-from corpus.services import upload_ingest, upload_receive
+from corpus.services import RESERVED_SOURCE, WRITEBACK_SOURCE_PREFIX, upload_ingest, upload_receive
 from corpus.tasks import upload_ingest_enqueue
 
 
@@ -123,6 +124,10 @@ class UploadOutputSerializer(serializers.Serializer):
 class DocumentListApi(ListAPIView):
     """List the active documents the caller may read; curators may add documents."""
 
+    @property
+    def max_body_bytes(self) -> int:  # a JSON upload carries the document's text (config/parsers.py)
+        return settings.CAIRN_MAX_UPLOAD_BYTES + 64 * 1024
+
     class DocumentFilterSerializer(serializers.Serializer):
         collection = serializers.SlugField(required=False)
 
@@ -135,6 +140,11 @@ class DocumentListApi(ListAPIView):
             max_length=1000, required=False, help_text="Names the document; re-posting the same source replaces it."
         )
         metadata = serializers.DictField(required=False, default=dict)
+
+        def validate_source(self, value):
+            if value.startswith(WRITEBACK_SOURCE_PREFIX):
+                raise serializers.ValidationError(RESERVED_SOURCE)
+            return value
 
         def validate(self, data):
             if ("text" in data) == ("file" in data):
@@ -263,7 +273,7 @@ class ChunkDetailApi(APIView):
 
 def _curated_document(user, document_id: int) -> Document:
     """A document of a collection `user` curates; outside them "not found", whatever its status."""
-    return get_object_or_404(Document.objects.filter(collection__in=collections_curated_by(user=user)), id=document_id)
+    return get_object_or_404(documents_curated_by(user=user), id=document_id)
 
 
 class ReasonInputSerializer(serializers.Serializer):

@@ -95,11 +95,34 @@ def document_restore(document: Document, *, actor: AbstractBaseUser | None = Non
                 "document", f"document {document.id} is {document.status}, not retracted",
                 status_code=status.HTTP_409_CONFLICT,
             )  # fmt: skip
+        if document.origin == Document.Origin.GENERATED:
+            _generated_restorable(document)
         Document.objects.filter(id=document.id).update(status=Document.Status.ACTIVE, updated_at=timezone.now())
         audit("document.restore", document, actor=actor, summary=reason or "restored",
               before={"status": Document.Status.RETRACTED}, after={"status": Document.Status.ACTIVE})  # fmt: skip
         document.status = Document.Status.ACTIVE
     return document
+
+
+def _generated_restorable(document: Document) -> None:
+    """A published answer comes back only as its write-back last published it: while the write-back
+    is published, on evidence that is all still active, readable by readers of all of that
+    evidence's collections as they are now. Hidden for re-review (or its write-back retracted),
+    it returns by a curator approving the write-back again, never by a restore."""
+    writeback = WriteBack.objects.filter(document=document).first()
+    if writeback is None or writeback.status != WriteBack.Status.PUBLISHED:
+        state = f"write-back {writeback.id} is {writeback.status}" if writeback else "it has no write-back"
+        raise CairnError(
+            "document", f"document {document.id} is a published answer and {state}: approve the write-back instead",
+            status_code=status.HTTP_409_CONFLICT,
+        )  # fmt: skip
+    evidence = writeback.evidence_documents.all()
+    if evidence.exclude(status=Document.Status.ACTIVE).exists():
+        raise CairnError(
+            "document", f"document {document.id} rests on evidence that is no longer active",
+            status_code=status.HTTP_409_CONFLICT,
+        )  # fmt: skip
+    document.requires_collections.set(Collection.objects.filter(documents__in=evidence).distinct())
 
 
 def document_move(

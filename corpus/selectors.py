@@ -15,7 +15,7 @@ from django.db.models import Count, F, Q, QuerySet
 from pgvector.django import CosineDistance
 
 from corpus.chunking import BLOCK_PREFIX, parse_blocks
-from corpus.models import TEXT_SEARCH_CONFIG, Chunk, Collection, Document, Upload
+from corpus.models import TEXT_SEARCH_CONFIG, Chunk, Collection, Document, Upload, WriteBack
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -60,12 +60,50 @@ def calibrated_relevance_upper(*, user: User, collection_ids: list[int] | None =
     return min(uppers) if uppers and None not in uppers else None
 
 
+def documents_within(collections, *, active: bool = True) -> QuerySet[Document]:
+    """Documents in `collections` (a queryset or ids), active ones unless `active` is False, except
+    those that also require a collection outside them (a write-back is readable only by readers of
+    all its evidence)."""
+    ids = collections.values("id") if isinstance(collections, QuerySet) else list(collections)
+    documents = Document.objects.filter(collection_id__in=ids)
+    if active:
+        documents = documents.filter(status=Document.Status.ACTIVE)
+    return documents.exclude(requires_collections__in=Collection.objects.exclude(id__in=ids))
+
+
 def documents_readable_by(*, user: User) -> QuerySet[Document]:
-    """Active documents in collections `user` may read, except those that also require a collection
-    they may not (a write-back is readable only by readers of all its evidence)."""
-    readable = collections_readable_by(user=user).values("id")
-    return Document.objects.filter(status=Document.Status.ACTIVE, collection_id__in=readable).exclude(
-        requires_collections__in=Collection.objects.exclude(id__in=readable)
+    """Active documents `user` may read: documents_within the collections they may read."""
+    return documents_within(collections_readable_by(user=user))
+
+
+def documents_curated_by(*, user: User) -> QuerySet[Document]:
+    """Documents of any status `user` curates: documents_within the collections they curate (a
+    published answer resting on another collection's evidence needs that one curated too)."""
+    return documents_within(collections_curated_by(user=user), active=False)
+
+
+def writeback_collection_ids(writeback: WriteBack) -> set[int]:
+    """The collections a write-back shows text of: its own, and those its evidence came from (and
+    their evidence in turn, for a published answer). Whoever sees the write-back curates them all
+    (writebacks_within), so whatever it is shown beside must come from them alone."""
+    evidence = writeback.evidence_documents.all() if writeback.pk else Document.objects.none()
+    quoted = Document.requires_collections.through.objects.filter(document__in=evidence)
+    return (
+        {writeback.collection_id}
+        | set(evidence.values_list("collection_id", flat=True))
+        | set(quoted.values_list("collection_id", flat=True))
+    )
+
+
+def writebacks_within(collections) -> QuerySet[WriteBack]:
+    """The write-backs of `collections` (a queryset or ids) whose evidence, which a write-back
+    quotes, lies all within them too."""
+    ids = collections.values("id") if isinstance(collections, QuerySet) else list(collections)
+    outside = Collection.objects.exclude(id__in=ids)
+    return (
+        WriteBack.objects.filter(collection_id__in=ids)
+        .exclude(evidence_documents__collection__in=outside)
+        .exclude(evidence_documents__requires_collections__in=outside)
     )
 
 

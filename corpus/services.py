@@ -105,6 +105,10 @@ def collection_gate_calibration_save(*, collection: Collection, calibration: dic
 # section's chunk instead of opening (and naming) the next section's. 6: a chunk's overlap never
 # opens with a sentence that leans on the one before it ("This lets you…").
 CHUNKING_VERSION = 6
+# A published answer's document is named by its write-back ("writeback:12"): no other may take the
+# name, or publishing that write-back would write over it (and an upload over a published answer).
+WRITEBACK_SOURCE_PREFIX = "writeback:"
+RESERVED_SOURCE = f"source names beginning {WRITEBACK_SOURCE_PREFIX!r} are reserved for published answers"
 
 
 def sha256_text(text: str) -> str:
@@ -137,6 +141,8 @@ def documents_ingest(
         for doc in batch:
             if doc.source in seen_sources:
                 report.failed.append(ExtractionFailure(doc.source, "the same source appears twice in this run"))
+            elif doc.source.startswith(WRITEBACK_SOURCE_PREFIX) and origin != Document.Origin.GENERATED:
+                report.failed.append(ExtractionFailure(doc.source, RESERVED_SOURCE))
             else:
                 seen_sources.add(doc.source)
                 unique.append(doc)

@@ -22,7 +22,7 @@ from corpus.citations import without_citations
 from corpus.embedder import Embedder
 from corpus.extract import ExtractedDocument
 from corpus.models import Collection, Document, WriteBack, WriteBackAsking
-from corpus.services import documents_ingest
+from corpus.services import WRITEBACK_SOURCE_PREFIX, documents_ingest
 
 
 def writeback_propose(
@@ -132,11 +132,21 @@ def writeback_publish(
                 writeback.held = reason
                 writeback.save(update_fields=["held"])
             raise CairnError("collection", reason, status_code=status.HTTP_409_CONFLICT)
+        source = f"{WRITEBACK_SOURCE_PREFIX}{writeback.id}"
+        # Published before and hidden since (re-queued, or retracted by hand): active again first, so
+        # the ingest below writes the text approved now; a retracted document would keep the old one.
+        hidden = Document.objects.filter(
+            collection=writeback.collection, source=source, status=Document.Status.RETRACTED
+        ).first()
+        if hidden is not None:
+            Document.objects.filter(id=hidden.id).update(status=Document.Status.ACTIVE)
+            audit("document.restore", hidden, actor=actor, summary=f"write-back {writeback.id} published again",
+                  before={"status": Document.Status.RETRACTED}, after={"status": Document.Status.ACTIVE})  # fmt: skip
         report = documents_ingest(
             collection=writeback.collection,
             documents=[
                 ExtractedDocument(
-                    title=writeback_title(writeback), text=writeback.text, source=f"writeback:{writeback.id}",
+                    title=writeback_title(writeback), text=writeback.text, source=source,
                     mime_type="text/plain", metadata={"writeback": writeback.id, "response_id": str(writeback.response_id)},
                 )
             ],
@@ -144,8 +154,6 @@ def writeback_publish(
             embedder=embedder,
         )  # fmt: skip
         document = report.outcomes[0].document
-        if document.status != Document.Status.ACTIVE:  # published before, hidden by a re-queue
-            Document.objects.filter(id=document.id).update(status=Document.Status.ACTIVE)
         document.requires_collections.set(
             Collection.objects.filter(documents__in=writeback.evidence_documents.all()).distinct()
         )

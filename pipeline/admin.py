@@ -10,10 +10,9 @@ from django.utils.safestring import mark_safe
 from config.exceptions import CairnError
 from corpus.admin import CuratedAdmin
 from corpus.models import WriteBack
-from corpus.writebacks import same_question_candidates
 from pipeline.models import Answer, Critique, Evidence, ExperienceLog
 from pipeline.review import writeback_approve, writeback_dismiss
-from pipeline.selectors import answers_curated_by, critiques_curated_by, writebacks_curated_by
+from pipeline.selectors import answers_curated_by, critiques_curated_by, writeback_siblings, writebacks_curated_by
 
 
 class EvidenceInline(admin.TabularInline):
@@ -146,11 +145,15 @@ class WriteBackAdmin(CuratedAdmin):
             ((f"{a.asked_at:%Y-%m-%d %H:%M}", a.question) for a in obj.askings.all()[:50]),
         )  # fmt: skip
 
+    def get_object(self, request, object_id, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None:
+            obj.viewer = request.user  # what the page may show beside it depends on who looks (siblings)
+        return obj
+
     @admin.display(description="other answers to the same question")
     def siblings(self, obj):
-        if obj.question_embedding is None:
-            return "—"
-        others = same_question_candidates(obj.question_embedding, collection_id=obj.collection_id, exclude_id=obj.id)
+        others = writeback_siblings(obj, user=obj.viewer)
         rows = format_html_join(
             "", '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>',
             ((reverse("admin:corpus_writeback_change", args=[w.id]), w.id, w.status, w.asked, w.answer[:600])
@@ -267,7 +270,8 @@ class CritiqueAdmin(CuratedAdmin):
 
 @admin.register(ExperienceLog)
 class ExperienceLogAdmin(CuratedAdmin):
-    curated_through = "writeback__collection"
+    def curated(self, request, queryset):
+        return queryset.filter(writeback__in=writebacks_curated_by(user=request.user).values("pk"))
 
     list_display = ["created_at", "accepted", "question"]
     list_filter = ["accepted"]

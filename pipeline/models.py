@@ -35,6 +35,11 @@ class Answer(models.Model):
         default=list, blank=True, help_text="Critiques of similar past answers, passed to the generator."
     )
     timings_ms = models.JSONField(default=dict, blank=True, help_text="Milliseconds spent in each pipeline stage.")
+    # Recorded when the answer is made: its evidence quotes these collections whether or not their
+    # chunks still exist (a re-ingest replaces them), so who may read it never changes afterwards.
+    collections = models.ManyToManyField(
+        Collection, blank=True, related_name="+", help_text="The collections its corpus evidence came from."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -8,24 +8,21 @@ from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery
 from pgvector.django import CosineDistance
 
 from corpus.models import Collection, WriteBack
-from corpus.selectors import collections_curated_by, collections_readable_by, user_is_curator
+from corpus.selectors import collections_curated_by, collections_readable_by, user_is_curator, writebacks_within
+from corpus.writebacks import same_question_candidates
 from pipeline.models import Answer, Critique, Evidence
 from reputation.models import Feedback
 
 
 def answers_curated_by(*, user: AbstractBaseUser) -> QuerySet[Answer]:
-    """The answers a curator may read: every one for a superuser; else those whose corpus evidence
-    lies all in collections they curate (and which have some: a question alone belongs to no
-    collection, and may say what its asker was looking for)."""
+    """The answers a curator may read: every one for a superuser; else those whose evidence came
+    all from collections they curate (Answer.collections, recorded when the answer was made, so a
+    re-ingest that replaces its chunks changes nothing), and from some: a question alone belongs to
+    no collection, and may say what its asker was looking for."""
     if user.is_superuser:
         return Answer.objects.all()
-    curated = collections_curated_by(user=user)
-    outside = Collection.objects.exclude(id__in=curated.values("id"))
-    return (
-        Answer.objects.filter(evidence__chunk__document__collection__in=curated)
-        .exclude(evidence__chunk__document__collection__in=outside)
-        .distinct()
-    )
+    outside = Collection.objects.exclude(id__in=collections_curated_by(user=user).values("id"))
+    return Answer.objects.filter(collections__isnull=False).exclude(collections__in=outside).distinct()
 
 
 def critiques_curated_by(*, user: AbstractBaseUser) -> QuerySet[Critique]:
@@ -75,11 +72,18 @@ def critiques_similar(*, user: AbstractBaseUser, query_vector, limit: int | None
 
 
 def writebacks_curated_by(*, user: AbstractBaseUser) -> QuerySet[WriteBack]:
-    """The write-backs of the collections `user` curates whose evidence, which a write-back quotes,
-    lies all in collections they curate too."""
-    curated = collections_curated_by(user=user)
-    outside = Collection.objects.exclude(id__in=curated.values("id"))
-    return WriteBack.objects.filter(collection__in=curated).exclude(evidence_documents__collection__in=outside)
+    """The write-backs `user` curates: writebacks_within the collections they curate."""
+    return writebacks_within(collections_curated_by(user=user))
+
+
+def writeback_siblings(writeback: WriteBack, *, user: AbstractBaseUser) -> QuerySet[WriteBack]:
+    """Other candidate answers to the same question (same_question_candidates) that `user` curates:
+    a sibling in the same collection may rest on evidence they may not read."""
+    if writeback.question_embedding is None:
+        return WriteBack.objects.none()
+    return same_question_candidates(
+        writeback.question_embedding, collection_id=writeback.collection_id, exclude_id=writeback.id
+    ).filter(pk__in=writebacks_curated_by(user=user).values("pk"))
 
 
 def writeback_list(*, user: AbstractBaseUser, status: str | None = None) -> QuerySet[WriteBack]:

@@ -346,6 +346,7 @@ def record(state: QueryState) -> None:
             )
             for c in state.candidates
         )
+        state.record.collections.set(evidence_collections([c.hit for c in state.candidates if c.hit]))
         credits_record(
             response_id=state.record.response_id, user=state.user, credited=credited(state),
             question_vector=state.query_vector,
@@ -354,6 +355,14 @@ def record(state: QueryState) -> None:
             writeback, new = proposed
             if new:  # a merged repeat was validated (or is queued) already
                 transaction.on_commit(lambda: writeback_validate_enqueue(writeback.id))
+
+
+def evidence_collections(hits) -> set[int]:
+    """The collections the text of `hits` comes from: their documents' own, and for a published
+    answer (a generated document) the collections it quotes in turn."""
+    ids = {h.collection_id for h in hits}
+    quoted = Document.requires_collections.through.objects.filter(document_id__in={h.document_id for h in hits})
+    return ids | set(quoted.values_list("collection_id", flat=True))
 
 
 def credited(state: QueryState) -> list[tuple[int, float]]:

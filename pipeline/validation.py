@@ -52,6 +52,7 @@ from corpus.chunking import split_sentences
 from corpus.citations import CITATION_MARKER, citation_numbers
 from corpus.embedder import get_embedder
 from corpus.models import Chunk, Document, WriteBack
+from corpus.selectors import documents_within, writeback_collection_ids, writebacks_within
 from corpus.services import embedding_input
 from corpus.writebacks import cap_reason, writeback_publish, writeback_title
 from pipeline.models import Critique, ExperienceLog
@@ -237,18 +238,20 @@ def attribution_score(sentences: list[tuple[str, list[int]]], used: set[int]) ->
 
 
 def nearest_existing(vector, *, exclude: WriteBack) -> dict:
-    """The most similar active chunk (any collection: a duplicate is a duplicate whoever may read
-    it) or write-back awaiting review, with its id, similarity and first 500 characters. Only
-    curators see write-backs, and they see every chunk in the admin anyway; the critique a reader
-    may be warned with never quotes it (critique_text)."""
-    chunks = Chunk.objects.filter(document__status=Document.Status.ACTIVE)
+    """The most similar active chunk or write-back awaiting review, with its id, similarity and
+    first 500 characters, among the collections the write-back already shows
+    (writeback_collection_ids): its curators see this text, and may curate no other collection.
+    A duplicate elsewhere is no duplicate for the readers this one is published to."""
+    within = writeback_collection_ids(exclude)
+    chunks = Chunk.objects.filter(document__in=documents_within(within).values("id"))
     if exclude.document_id:
         chunks = chunks.exclude(document_id=exclude.document_id)
     chunk = chunks.annotate(distance=CosineDistance("embedding", vector)).order_by("distance").values(
         "id", "document_id", "text", "distance"
     ).first()  # fmt: skip
     pending = (
-        WriteBack.objects.filter(status=WriteBack.Status.PENDING_REVIEW, embedding__isnull=False)
+        writebacks_within(within)
+        .filter(status=WriteBack.Status.PENDING_REVIEW, embedding__isnull=False)
         .exclude(id=exclude.id)
         .annotate(distance=CosineDistance("embedding", vector))
         .order_by("distance")
@@ -383,7 +386,7 @@ def critique_record(
         text=critique_text(critique), checks=critique, embedding=embedding, created_by=actor,
         warns=any(_names_a_mistake(item) for item in critique),
     )  # fmt: skip
-    row.collections.set({d.collection_id for d in writeback.evidence_documents.all()} | {writeback.collection_id})
+    row.collections.set(writeback_collection_ids(writeback))
     return row
 
 

@@ -24,7 +24,7 @@ class NeedsAttentionFilter(admin.SimpleListFilter):
 
 @admin.register(Reputation)
 class ReputationAdmin(CuratedAdmin):
-    curated_through = "chunk__document__collection"
+    curated_document = "chunk__document"
     list_display = ["chunk", "document", "short_mean", "long_mean", "alpha", "beta", "long_alpha", "long_beta",
                     "trust", "fooled", "verified", "feedback_count", "last_updated"]  # fmt: skip
     list_filter = [NeedsAttentionFilter, "chunk__document__collection"]
@@ -73,6 +73,7 @@ class ReputationAdmin(CuratedAdmin):
 
 @admin.register(DocumentReputation)
 class DocumentReputationAdmin(CuratedAdmin):
+    curated_document = "pk"
     list_display = ["title", "collection", "chunks_judged", "mean_short", "mean_long", "feedback"]
     list_filter = ["collection"]
     search_fields = ["title"]

@@ -71,6 +71,28 @@ def finance(db):
     return collection
 
 
+SALARY = "The salary bands for engineers are reviewed every March by the compensation committee."
+
+
+@pytest.fixture
+def hr(db):
+    """Private: read by `hr`, curated by `hr-curators` alone."""
+    collection, _ = collection_get_or_create(slug="hr", group_names=["hr"], curator_group_names=["hr-curators"])
+    documents_ingest(
+        collection=collection,
+        documents=[ExtractedDocument("Salary bands", SALARY, "hr/salary.md", "text/markdown")],
+    )
+    return collection
+
+
+@pytest.fixture
+def dana(db):
+    """A curator of hr (and, as every curator, of the collections the curators group curates)."""
+    user = User.objects.create_user("dana", password="dana-pw", is_staff=True)
+    user.groups.add(curators_group_ensure(), Group.objects.get(name="hr-curators"), Group.objects.get(name="hr"))
+    return user
+
+
 def client_for(user) -> APIClient:
     client = APIClient()
     token, _ = Token.objects.get_or_create(user=user)

@@ -2,6 +2,8 @@
 belong to; outside them every curator surface (admin, write-back queue, answers, retraction,
 uploads, reputation) behaves as if the rows did not exist. Real admin, real API, real database."""
 
+import uuid
+
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
@@ -11,28 +13,7 @@ from corpus.models import AuditEvent, Collection, Document, Upload, WriteBack
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
 from corpus.writebacks import writeback_propose
 from pipeline.models import Answer, Evidence
-from tests.conftest import client_for
-
-SALARY = "The salary bands for engineers are reviewed every March by the compensation committee."
-
-
-@pytest.fixture
-def hr(db):
-    """Private: read by `hr`, curated by `hr-curators` alone."""
-    collection, _ = collection_get_or_create(slug="hr", group_names=["hr"], curator_group_names=["hr-curators"])
-    documents_ingest(
-        collection=collection,
-        documents=[ExtractedDocument("Salary bands", SALARY, "hr/salary.md", "text/markdown")],
-    )
-    return collection
-
-
-@pytest.fixture
-def dana(db):
-    """A curator of hr (and, as every curator, of the collections the curators group curates)."""
-    user = User.objects.create_user("dana", password="dana-pw", is_staff=True)
-    user.groups.add(curators_group_ensure(), Group.objects.get(name="hr-curators"), Group.objects.get(name="hr"))
-    return user
+from tests.conftest import SALARY, client_for
 
 
 def admin_client(user) -> Client:
@@ -113,6 +94,7 @@ def test_a_curator_outside_a_collection_cannot_retract_review_upload_or_read_its
     # Answers drawn from hr: its curator reads them, another curator does not.
     answer = Answer.objects.create(question="When are salary bands reviewed?", text="Every March [1].")
     Evidence.objects.create(answer=answer, n=1, chunk=document.chunks.first(), text=SALARY)
+    answer.collections.set([hr])  # as the record stage does
     assert outsider.get(f"/api/v1/answers/{answer.response_id}").status_code == 404
     assert insider.get(f"/api/v1/answers/{answer.response_id}").status_code == 200
     # Insiders can retract, and it is audited.
@@ -169,6 +151,7 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
     WriteBack.objects.filter(id=writeback.id).update(status=WriteBack.Status.PENDING_REVIEW)
     answer = Answer.objects.create(question="When are salary bands reviewed?", text="Every March [1].")
     Evidence.objects.create(answer=answer, n=1, chunk=chunk, text=SALARY)
+    answer.collections.set([hr])  # as the record stage does
     critique = Critique.objects.create(writeback=writeback, source="curator", question=writeback.question,
                                        text="An earlier answer to a similar question was rejected: salary bands.",
                                        embedding=[0.1] * 384)  # fmt: skip
@@ -177,6 +160,33 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
     upload = Upload.objects.create(collection=hr, name="Salary bands.md", size=88, sha256="0" * 64,
                                    status=Upload.Status.DONE)  # fmt: skip
     marker = "alary bands"  # "Salary bands", "salary bands"
+    # A write-back of the public handbook (curated by every curator) beside a sibling that quotes hr.
+    handbook, _ = collection_get_or_create(slug="handbook", public=True)
+    documents_ingest(collection=handbook, documents=[ExtractedDocument("Pay", "Pay is reviewed yearly.", "hb/pay.md",
+                                                                       "text/markdown")])  # fmt: skip
+    pay = Document.objects.get(collection=handbook)
+    same_question = [0.1] * 384
+
+    def candidate(document, answer):
+        chunk = document.chunks.first()
+        return writeback_propose(
+            response_id=uuid.uuid4(), asked_by=None, question="When is pay reviewed?", answer=answer,
+            collection_id=handbook.id, question_embedding=same_question,
+            evidence=[{"n": 1, "chunk_id": chunk.id, "document_id": document.id, "title": document.title,
+                       "text": chunk.text}],
+        )[0]  # fmt: skip
+
+    public_writeback = candidate(pay, "Yearly [1].")
+    candidate(document, "Salary bands are reviewed every March [1].")
+    # An answer the superuser had from hr, whose evidence chunks a re-ingest then replaced.
+    documents_ingest(collection=hr, documents=[ExtractedDocument("Bonus", "Bonuses are paid in April alongside the "
+                                                                 "salary bands review.", "hr/bonus.md",
+                                                                 "text/markdown")])  # fmt: skip
+    asked = client_for(root).post("/api/v1/query", {"question": "When are bonuses paid and pay reviewed?", "mode": "fast",
+                                                    "collections": ["hr", "handbook"]}, format="json").json()  # fmt: skip
+    documents_ingest(collection=hr, documents=[ExtractedDocument("Bonus", "Bonuses are paid in May alongside the "
+                                                                 "salary bands review.", "hr/bonus.md",
+                                                                 "text/markdown")])  # fmt: skip
     web, api = admin_client(user), client_for(user)
 
     def shown(response) -> bool:
@@ -218,6 +228,8 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
         "api document": api.get(f"/api/v1/documents/{document.id}").status_code == 200,
         "api chunk": api.get(f"/api/v1/chunks/{chunk.id}").status_code == 200,
         "api answer": api.get(f"/api/v1/answers/{answer.response_id}").status_code == 200,
+        "api answer, evidence chunks replaced": shown(api.get(f"/api/v1/answers/{asked['response_id']}")),
+        "admin sibling answers": shown(web.get(f"/admin/corpus/writeback/{public_writeback.id}/change/")),
         "api write-backs": shown(api.get("/api/v1/writebacks")),
         "api query": query.status_code == 200 and any(marker in e["text"] for e in query.json()["evidence"]),
         "api upload": api.post(
