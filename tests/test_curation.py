@@ -11,7 +11,7 @@ from django.test import Client
 from corpus.extract import ExtractedDocument
 from corpus.models import AuditEvent, Collection, Document, Upload, WriteBack
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
-from corpus.writebacks import writeback_propose
+from corpus.writebacks import writeback_propose, writeback_publish
 from pipeline.models import Answer, Evidence
 from tests.conftest import SALARY, client_for
 
@@ -137,9 +137,11 @@ PERSONAS = ["alice", "charlie", "bob", "dana", "root"]  # finance reader, outsid
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
-def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, bob, dana):
+def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, bob, dana, settings):
     """Every surface that shows or changes hr's content, tried by each persona: only hr's curator
-    (who also reads it) and the superuser get through, and they get through everywhere."""
+    (who also reads it) and the superuser get through, and they get through everywhere; bob, who
+    curates the public handbook beside it, nowhere (sibling answers, an answer whose chunks were
+    replaced). Through the `never` surfaces no one gets through."""
     from pipeline.models import Critique
     from reputation.models import Reputation
 
@@ -167,21 +169,31 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
     pay = Document.objects.get(collection=handbook)
     same_question = [0.1] * 384
 
-    def candidate(document, answer):
+    def candidate(document, answer, collection=handbook):
         chunk = document.chunks.first()
         return writeback_propose(
             response_id=uuid.uuid4(), asked_by=None, question="When is pay reviewed?", answer=answer,
-            collection_id=handbook.id, question_embedding=same_question,
+            collection_id=collection.id, question_embedding=same_question,
             evidence=[{"n": 1, "chunk_id": chunk.id, "document_id": document.id, "title": document.title,
                        "text": chunk.text}],
         )[0]  # fmt: skip
 
-    public_writeback = candidate(pay, "Yearly [1].")
+    def under_review(writeback, text=""):
+        WriteBack.objects.filter(id=writeback.id).update(status=WriteBack.Status.PENDING_REVIEW, text=text)
+        writeback.refresh_from_db()
+        return writeback
+
+    public_writeback = under_review(candidate(pay, "Yearly [1]."))
     candidate(document, "Salary bands are reviewed every March [1].")
-    # An answer the superuser had from hr, whose evidence chunks a re-ingest then replaced.
+    # An answer the superuser had from hr, whose evidence chunks a re-ingest then replaced; and an
+    # answer published from hr that the same re-ingest sent back to review, its document hidden.
     documents_ingest(collection=hr, documents=[ExtractedDocument("Bonus", "Bonuses are paid in April alongside the "
                                                                  "salary bands review.", "hr/bonus.md",
                                                                  "text/markdown")])  # fmt: skip
+    settings.CAIRN_WRITEBACK_ALPHA_MAX = 1.0
+    bonus = Document.objects.get(collection=hr, source="hr/bonus.md")
+    hidden = writeback_publish(under_review(candidate(bonus, "In April [1].", hr), "Bonuses are paid in April."),
+                               actor=root).document  # fmt: skip
     asked = client_for(root).post("/api/v1/query", {"question": "When are bonuses paid and pay reviewed?", "mode": "fast",
                                                     "collections": ["hr", "handbook"]}, format="json").json()  # fmt: skip
     documents_ingest(collection=hr, documents=[ExtractedDocument("Bonus", "Bonuses are paid in May alongside the "
@@ -242,8 +254,20 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
         == 200,  # fmt: skip
         "api retract": api.post(f"/api/v1/documents/{document.id}/retract", {}, format="json").status_code == 200,
     }
+    # Through these no one gets hr's text or changes what it shows, hr's own curator included.
+    never = {
+        "nearest text to an edited approve": "alary bands"
+        in str(api.post(f"/api/v1/writebacks/{public_writeback.id}/approve", {"answer": SALARY + " [1]"},
+                        format="json").json().get("nearest")),
+        "restore a published answer under review": api.post(f"/api/v1/documents/{hidden.id}/restore", {},
+                                                            format="json").status_code == 200,
+        "admin document edit": web.post(f"/admin/corpus/document/{document.id}/change/", {"title": "Renamed"})
+        and Document.objects.filter(title="Renamed").exists(),
+    }  # fmt: skip
     expected = persona in ("dana", "root")
-    assert {surface for surface, ok in allowed.items() if ok != expected} == set()
+    assert {surface for surface, ok in allowed.items() if ok != expected} | {
+        s for s, ok in never.items() if ok
+    } == set()
 
 
 def test_moving_a_document_needs_both_collections_is_audited_and_sends_what_rests_on_it_to_review(
