@@ -25,6 +25,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET
 
+from accounts.addresses import client_address
 from accounts.directory import SESSION_BACKEND, directory_user_sync, group_names
 
 log = logging.getLogger(__name__)
@@ -136,5 +137,5 @@ def id_token_claims(request, code: str, pending: dict) -> dict:
 
 
 def _refused(request, error: SignInError):
-    log.warning("OpenID Connect sign-in refused from %s: %s", request.META.get("REMOTE_ADDR", "?"), error)
+    log.warning("OpenID Connect sign-in refused from %s: %s", client_address(request), error)
     return HttpResponseBadRequest(f"Sign-in failed: {error}.", content_type="text/plain; charset=utf-8")

@@ -13,7 +13,6 @@ place. Members of CAIRN_SSO_CURATORS_GROUP also become curators (staff, in the c
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 
 from django.conf import settings
@@ -22,6 +21,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.http import HttpResponseBadRequest, HttpResponseForbidden
 
+from accounts.addresses import address_in
 from accounts.directory import SESSION_BACKEND, directory_user_sync, group_names
 
 log = logging.getLogger(__name__)
@@ -34,11 +34,7 @@ def _meta_key(header: str) -> str:
 
 
 def trusted(address: str) -> bool:
-    try:
-        peer = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return any(peer in ipaddress.ip_network(proxy, strict=False) for proxy in settings.CAIRN_SSO_TRUSTED_PROXIES)
+    return address_in(address, settings.CAIRN_SSO_TRUSTED_PROXIES)
 
 
 class TrustedHeaderMiddleware:

@@ -8,6 +8,7 @@ from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
 from corpus.models import AuditEvent
+from tests.nginx import NGINX_ADDRESS, forwarded_meta
 
 PROXY = "10.0.0.5"
 SSO = {
@@ -70,6 +71,17 @@ def test_a_forged_header_from_elsewhere_is_refused_and_logged_without_a_session(
     # A malformed name from the proxy itself: a clear 400, no user.
     assert through_proxy(Client(), "bad name; DROP", "").status_code == 400
     assert not User.objects.filter(username__startswith="bad").exists()
+
+
+@override_settings(**SSO | {"CAIRN_SSO_TRUSTED_PROXIES": [NGINX_ADDRESS]})
+def test_through_the_shipped_proxy_a_client_cannot_name_itself(db, bob):
+    """Attack: with nginx itself the trusted SSO proxy (auth_request), the identity headers a client
+    sent used to pass through deploy/nginx.conf untouched."""
+    client = Client()
+    sent = {"X-Forwarded-User": "bob", "X-Forwarded-Groups": "kb-editors"}
+    response = client.get("/", **forwarded_meta("198.51.100.7", sent))
+    assert response.status_code == 302 and response.url.startswith("/accounts/login/")
+    assert "_auth_user_id" not in client.session
 
 
 @override_settings(**SSO)
