@@ -5,7 +5,9 @@ every asset served by Cairn itself, the refusal to serve with the demo's secrets
 command."""
 
 import re
+import secrets
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -308,6 +310,18 @@ def test_a_web_server_refuses_the_development_key_and_the_demo_password(settings
     demo.set_password("a-real-password-now")
     demo.save()
     assert reasons() == ""
+
+
+def test_a_web_server_refuses_the_shipped_placeholder_key_and_obviously_weak_ones(settings):
+    """Attack: deploy/cairn.env's CHANGE-ME key, copied as is, used to pass selfcheck and sign sessions."""
+    env = (Path(__file__).resolve().parent.parent / "deploy" / "cairn.env").read_text().splitlines()
+    shipped = next(line.partition("=")[2] for line in env if line.startswith("CAIRN_SECRET_KEY="))
+    settings.DEBUG = settings.CAIRN_DEMO = False
+    for weak in (shipped, "short-but-random-Qx7", "ab" * 40, "django-insecure-" + "k3Jx9" * 10):
+        settings.SECRET_KEY = weak
+        assert "CAIRN_SECRET_KEY" in " ".join(unsafe_start_reasons()), weak
+    settings.SECRET_KEY = secrets.token_urlsafe(50)
+    assert unsafe_start_reasons() == []
 
 
 def test_the_reader_command_creates_a_reader_of_a_private_collection(finance):

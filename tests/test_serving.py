@@ -233,6 +233,16 @@ def test_behind_the_proxy_lockouts_follow_the_client_and_a_direct_client_cannot_
         server.wait(timeout=60)
 
 
+def test_selfcheck_refuses_the_placeholder_key_that_deploy_cairn_env_ships(served_database):
+    shipped = next(
+        line.partition("=")[2]
+        for line in (ROOT / "deploy" / "cairn.env").read_text().splitlines()
+        if line.startswith("CAIRN_SECRET_KEY=")
+    )
+    refused = manage("selfcheck", check=False, CAIRN_SECRET_KEY=shipped)
+    assert refused.returncode == 1 and "CAIRN_SECRET_KEY is still a placeholder" in refused.stderr
+
+
 def test_the_development_server_keeps_no_connection_per_request_thread(served_database):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
