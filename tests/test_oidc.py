@@ -8,6 +8,7 @@ import time
 import httpx
 import pytest
 from django.contrib.auth.models import User
+from django.contrib.sessions.models import Session
 from django.test import Client, override_settings
 from joserfc.jwk import RSAKey
 
@@ -90,3 +91,46 @@ def test_a_state_mismatch_or_an_unreachable_provider_is_refused_without_a_500(op
         oidc._metadata.clear()
         down = Client().get("/accounts/oidc/login/")
     assert down.status_code == 400 and "cannot be reached" in down.content.decode()
+
+
+@pytest.mark.parametrize(
+    "reply, reason",
+    [
+        ((200, b"<html><body>Please sign in to the proxy</body></html>"), "not a JSON object (HTTP 200, text/html)"),
+        ((502, b"<html><body>Bad gateway</body></html>"), "did not issue an ID token (HTTP 502)"),
+        ((200, {"access_token": "at", "token_type": "Bearer"}), "did not issue an ID token (HTTP 200)"),
+    ],
+)
+def test_a_token_endpoint_that_answers_no_id_token_is_a_clear_refusal_not_a_500(op, caplog, reply, reason):
+    """Attack: an HTML page from the token endpoint (a proxy in the way) used to be a 500."""
+    op.token_reply = reply
+    client = Client()
+    client.raise_request_exception = False
+    with caplog.at_level(logging.WARNING, logger="accounts.oidc"):
+        response = sign_in(client)
+    assert response.status_code == 400 and reason in response.content.decode()
+    assert "_auth_user_id" not in client.session and not User.objects.filter(username="ines").exists()
+
+
+def test_starting_a_sign_in_writes_no_session_row(op):
+    """Attack: every anonymous GET of the sign-in link used to write a session row."""
+    before = Session.objects.count()
+    for _ in range(5):
+        assert Client().get("/accounts/oidc/login/").status_code == 302
+    assert Session.objects.count() == before
+    # The provider's answer, once, makes the one session; the same answer again is refused.
+    client = Client()
+    start = client.get("/accounts/oidc/login/")
+    back = httpx.URL(httpx.get(start.url, follow_redirects=False).headers["location"])
+    assert client.get(back.path, dict(back.params)).status_code == 302
+    assert Session.objects.count() == before + 1
+    replay = client.get(back.path, dict(back.params))
+    assert replay.status_code == 400 and "already been used" in replay.content.decode()
+
+
+def test_a_state_that_is_not_ascii_is_a_refusal_not_a_500(op):
+    client = Client()
+    client.raise_request_exception = False
+    client.get("/accounts/oidc/login/")
+    response = client.get("/accounts/oidc/callback/", {"state": "é", "code": "x"})
+    assert response.status_code == 400 and "state mismatch" in response.content.decode()
