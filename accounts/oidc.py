@@ -1,8 +1,10 @@
 """Sign-in with an OpenID Connect provider (Keycloak, Entra ID, Okta, Google): the authorization
 code flow with PKCE (S256). The provider is found by discovery (CAIRN_OIDC_DISCOVERY_URL); the ID
 token's signature is checked against the provider's JWKS and its issuer, audience, expiry and nonce
-against what this sign-in expects (joserfc). The user's groups come from a configurable claim
-(CAIRN_OIDC_GROUPS_CLAIM) and are mirrored as a directory's are (accounts/directory.py).
+against what this sign-in expects (joserfc). The ID token's issuer and subject (iss, sub) say which
+Cairn user signs in (accounts/identities.py); the username claim only names a new one. The user's
+groups come from a configurable claim (CAIRN_OIDC_GROUPS_CLAIM) and are mirrored as a directory's
+are (accounts/directory.py).
 
 Anything wrong (a state that does not match, the provider's refusal, an expired, forged or
 misaddressed token, the provider unreachable or answering something that is not what the protocol
@@ -32,6 +34,7 @@ from django.views.decorators.http import require_GET
 
 from accounts.addresses import client_address
 from accounts.directory import SESSION_BACKEND, directory_user_sync, group_names
+from accounts.identities import VIA_OIDC, SignInRefused
 
 log = logging.getLogger(__name__)
 
@@ -134,14 +137,19 @@ def _callback(request, pending: dict | None):
         username = str(claims.get(settings.CAIRN_OIDC_USERNAME_CLAIM) or "")[:150]
         if not username:
             raise SignInError(f"the ID token has no {settings.CAIRN_OIDC_USERNAME_CLAIM!r} claim")
-    except SignInError as exc:
+        # Who signs in is the provider's (iss, sub): the user name is only what their account is
+        # called, and the provider may let anyone choose it (accounts/identities.py).
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject:
+            raise SignInError("the ID token has no 'sub' claim")
+        claimed = claims.get(settings.CAIRN_OIDC_GROUPS_CLAIM) or []
+        groups = group_names(claimed if isinstance(claimed, list) else [claimed])
+        user = directory_user_sync(issuer=claims["iss"], subject=subject, username=username, groups=groups,
+                                   curators_group=settings.CAIRN_OIDC_CURATORS_GROUP, via=VIA_OIDC)  # fmt: skip
+    except (SignInError, SignInRefused) as exc:
         return _refused(request, exc)
-    claimed = claims.get(settings.CAIRN_OIDC_GROUPS_CLAIM) or []
-    groups = group_names(claimed if isinstance(claimed, list) else [claimed])
-    user = directory_user_sync(username, groups, curators_group=settings.CAIRN_OIDC_CURATORS_GROUP,
-                               via="OpenID Connect")  # fmt: skip
     login(request, user, backend=SESSION_BACKEND)
-    log.info("signed in %s through OpenID Connect", username)
+    log.info("signed in %s (%s) as %s through OpenID Connect", username, subject, user.get_username())
     target = pending["next"]
     safe = url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
@@ -183,6 +191,6 @@ def id_token_claims(request, code: str, pending: dict) -> dict:
     return token.claims
 
 
-def _refused(request, error: SignInError):
+def _refused(request, error: Exception):
     log.warning("OpenID Connect sign-in refused from %s: %s", client_address(request), error)
     return HttpResponseBadRequest(f"Sign-in failed: {error}.", content_type="text/plain; charset=utf-8")

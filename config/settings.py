@@ -449,7 +449,13 @@ if CAIRN_LDAP_URI:
         group_filter=env_str("CAIRN_LDAP_GROUP_FILTER", "(objectClass=groupOfNames)"),
         curators_group=env_str("CAIRN_LDAP_CURATORS_GROUP", ""), keep_groups=(CAIRN_CURATORS_GROUP,),
     ))  # fmt: skip
-    AUTHENTICATION_BACKENDS.insert(1, "django_auth_ldap.backend.LDAPBackend")
+    AUTHENTICATION_BACKENDS.insert(1, "accounts.ldap_backend.DirectoryLDAPBackend")
+if "django_auth_ldap.backend.LDAPBackend" in AUTHENTICATION_BACKENDS:
+    raise ImproperlyConfigured(
+        "CAIRN_AUTH_BACKENDS: django_auth_ldap.backend.LDAPBackend matches directory entries to local accounts "
+        "by user name (a directory `admin` would be the local superuser): set CAIRN_LDAP_URI instead, which "
+        "adds accounts.ldap_backend.DirectoryLDAPBackend"
+    )
 # Sign-in attempt limiting (django-axes): after CAIRN_LOGIN_FAILURE_LIMIT failures for one user
 # name from one address, that pair is locked out for CAIRN_LOGIN_COOLOFF_MINUTES (audited).
 AXES_FAILURE_LIMIT = env_int("CAIRN_LOGIN_FAILURE_LIMIT", 5, minimum=1)
