@@ -1,16 +1,17 @@
 """What a directory decides about a Cairn user, whichever way they signed in (an SSO proxy's
-headers, LDAP, OpenID Connect): their groups are mirrored (audited by accounts.signals), and
-membership of the directory's curators group makes them curators."""
+headers, LDAP, OpenID Connect): which user they are (accounts/identities.py), their groups, mirrored
+(audited by accounts.signals), and whether they curate (membership of the directory's curators
+group)."""
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.auth.signals import user_logged_in
 from django.db import transaction
 from django.dispatch import receiver
 
+from accounts.identities import directory_identity_user
 from corpus.audit import audit
 
 # The backend a directory user's session names: the user exists locally once synced.
@@ -52,15 +53,12 @@ def group_names(values) -> list[str]:
 
 
 @transaction.atomic
-def directory_user_sync(username: str, groups: list[str], *, curators_group: str, via: str):
-    """The local user for a directory identity, created at first sign-in (without a password: they
-    sign in `via` the directory), their groups mirroring `groups`, curators when `curators_group`
-    is among them."""
-    user, created = get_user_model().objects.get_or_create(username=username)
-    if created:
-        user.set_unusable_password()
-        user.save(update_fields=["password"])
-        audit("user.create", user, summary=f"first sign-in through {via}")
+def directory_user_sync(*, issuer: str, subject: str, username: str, groups: list[str], curators_group: str, via: str):
+    """The user `subject` at `issuer` signs in as (accounts/identities.py: bound to that identity,
+    never found by `username`; created at first sign-in without a password, since they sign in `via`
+    the directory), their groups mirroring `groups`, curators when `curators_group` is among them.
+    Raises SignInRefused (a deactivated user, say) having changed nothing."""
+    user, _ = directory_identity_user(issuer=issuer, subject=subject, username=username, via=via)
     wanted = set(groups) - {settings.CAIRN_CURATORS_GROUP}  # that one the directory's curators group decides
     current = set(user.groups.exclude(name=settings.CAIRN_CURATORS_GROUP).values_list("name", flat=True))
     if current - wanted:

@@ -14,6 +14,7 @@ from django.db import connection
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 
+from accounts.addresses import client_address
 from accounts.models import RateWindow
 from config.env import parse_rate
 
@@ -56,6 +57,10 @@ class ScopedRateThrottle(BaseThrottle):
         limit, period = parse_rate(rate)
         hits, self._left = hit(key, period=period)
         return hits <= limit
+
+    def get_ident(self, request) -> str:
+        # The same address sign-in lockouts count by; DRF's own believes X-Forwarded-For from anyone.
+        return client_address(request)
 
     def wait(self) -> float | None:
         return getattr(self, "_left", None)

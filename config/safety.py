@@ -15,9 +15,10 @@ def unsafe_start_reasons() -> list[str]:
     if settings.DEBUG or settings.CAIRN_DEMO:
         return []
     reasons = []
-    if settings.SECRET_KEY == settings.DEVELOPMENT_SECRET_KEY:
+    weakness = secret_key_weakness(settings.SECRET_KEY, development=settings.DEVELOPMENT_SECRET_KEY)
+    if weakness:
         reasons.append(
-            "CAIRN_SECRET_KEY is the development key. Set it to a long random value, e.g. "
+            f"CAIRN_SECRET_KEY {weakness}. Set it to a long random value, e.g. "
             '`python -c "import secrets; print(secrets.token_urlsafe(50))"`.'
         )
     if demo_password_still_set():
@@ -26,6 +27,23 @@ def unsafe_start_reasons() -> list[str]:
             f"(`manage.py changepassword {DEMO_USERNAME}`) or delete the account."
         )
     return reasons
+
+
+# Words of a value that is there to be replaced (deploy/cairn.env ships "CHANGE-ME-to-a-long-...").
+_PLACEHOLDER_WORDS = ("changeme", "change-me", "change_me", "insecure", "placeholder", "replace-me", "your-secret")
+SECRET_KEY_MIN_LENGTH, SECRET_KEY_MIN_CHARACTERS = 50, 5  # Django's own deploy check (security.W009)
+
+
+def secret_key_weakness(key: str, *, development: str) -> str:
+    """Why `key` must not sign sessions and tokens ("" when nothing obvious is wrong with it)."""
+    if key == development:
+        return "is the development key"
+    if any(word in key.lower() for word in _PLACEHOLDER_WORDS):
+        return "is still a placeholder (deploy/cairn.env's CHANGE-ME value, or one like it)"
+    if len(key) < SECRET_KEY_MIN_LENGTH or len(set(key)) < SECRET_KEY_MIN_CHARACTERS:
+        least = f"{SECRET_KEY_MIN_LENGTH} characters, {SECRET_KEY_MIN_CHARACTERS} of them different"
+        return f"is too weak: it needs at least {least}"
+    return ""
 
 
 def demo_password_still_set() -> bool:

@@ -42,9 +42,19 @@ SECURE_HSTS_PRELOAD = env_bool("CAIRN_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("CAIRN_SECURE_COOKIES", False)
 # Trust X-Forwarded-Proto only when a proxy that sets it (and strips the client's) is in front.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("CAIRN_BEHIND_TLS_PROXY", False) else None
-# Proxies in front of Cairn that append to X-Forwarded-For: sign-in limiting counts attempts per
-# client address, which it reads from there only when this is set (0: the socket's peer address).
+# Proxies in front of Cairn that append to X-Forwarded-For: sign-in limiting and rate limits count
+# per client address, which they read from there only when this is set (0: the socket's peer
+# address), and only from the proxies below (accounts/addresses.py).
 CAIRN_PROXY_COUNT = env_int("CAIRN_PROXY_COUNT", 0, minimum=0)
+# The proxies whose forwarded headers are believed: X-Forwarded-For here, X-Forwarded-Proto by
+# gunicorn (config/gunicorn.py reads the same variable). Addresses or networks; "*" believes anyone,
+# which is safe only where nothing but the proxy can reach the server.
+CAIRN_FORWARDED_ALLOW_IPS = env_list("CAIRN_FORWARDED_ALLOW_IPS", ["127.0.0.1", "::1"])
+for _proxy in set(CAIRN_FORWARDED_ALLOW_IPS) - {"*"}:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"CAIRN_FORWARDED_ALLOW_IPS: {_proxy!r} is not an address or network") from _exc
 SESSION_COOKIE_AGE = env_int("CAIRN_SESSION_SECONDS", 8 * 3600, minimum=60)  # a working day
 
 INSTALLED_APPS = [
@@ -339,9 +349,9 @@ REST_FRAMEWORK = {
     # Views that cost real work name a scope; each scope is limited per user, and anonymous callers
     # per address (accounts/throttling.py: one SQL statement, shared by every process and host).
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ScopedRateThrottle"],
-    # Anonymous callers are told apart by address: X-Forwarded-For is believed only behind proxies
-    # (0: the socket's peer address; DRF's default would take whatever the client sends).
-    "NUM_PROXIES": CAIRN_PROXY_COUNT,
+    # Anonymous callers are told apart by address (accounts/addresses.py: X-Forwarded-For is believed
+    # only from CAIRN_FORWARDED_ALLOW_IPS behind CAIRN_PROXY_COUNT proxies), never by DRF's NUM_PROXIES,
+    # which would take the header from whoever sends it.
     "DEFAULT_THROTTLE_RATES": {
         "query": env_rate("CAIRN_THROTTLE_QUERY", "30/minute"),
         "feedback": env_rate("CAIRN_THROTTLE_FEEDBACK", "120/minute"),
@@ -445,7 +455,13 @@ if CAIRN_LDAP_URI:
         group_filter=env_str("CAIRN_LDAP_GROUP_FILTER", "(objectClass=groupOfNames)"),
         curators_group=env_str("CAIRN_LDAP_CURATORS_GROUP", ""), keep_groups=(CAIRN_CURATORS_GROUP,),
     ))  # fmt: skip
-    AUTHENTICATION_BACKENDS.insert(1, "django_auth_ldap.backend.LDAPBackend")
+    AUTHENTICATION_BACKENDS.insert(1, "accounts.ldap_backend.DirectoryLDAPBackend")
+if "django_auth_ldap.backend.LDAPBackend" in AUTHENTICATION_BACKENDS:
+    raise ImproperlyConfigured(
+        "CAIRN_AUTH_BACKENDS: django_auth_ldap.backend.LDAPBackend matches directory entries to local accounts "
+        "by user name (a directory `admin` would be the local superuser): set CAIRN_LDAP_URI instead, which "
+        "adds accounts.ldap_backend.DirectoryLDAPBackend"
+    )
 # Sign-in attempt limiting (django-axes): after CAIRN_LOGIN_FAILURE_LIMIT failures for one user
 # name from one address, that pair is locked out for CAIRN_LOGIN_COOLOFF_MINUTES (audited).
 AXES_FAILURE_LIMIT = env_int("CAIRN_LOGIN_FAILURE_LIMIT", 5, minimum=1)
@@ -454,8 +470,11 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "accounts/locked_out.html"
-AXES_IPWARE_PROXY_COUNT = CAIRN_PROXY_COUNT or None
-AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if CAIRN_PROXY_COUNT else ("REMOTE_ADDR",)
+# The client's address, as the API's rate limits see it (accounts/addresses.py). Not django-ipware's:
+# its proxy count wants one more X-Forwarded-For entry than a proxy that replaces the header
+# (deploy/nginx.conf) writes, so behind it axes saw no address at all and locked a user name out for
+# everyone; and it believed the header from whoever sent it.
+AXES_CLIENT_IP_CALLABLE = "accounts.addresses.client_address"
 
 # --- Content-Security-Policy (django-csp): nothing but this origin, no inline script or style -----
 _SELF = "'self'"

@@ -50,9 +50,12 @@ DIRECTORY = (
     f"dn: ou=groups,{BASE}\nobjectClass: organizationalUnit\nou: groups\n\n"
     + person("erin", "erin-pw", "Erin Stone")
     + person("frank", "frank-pw", "Frank Moss")
+    # Directory entries named like Cairn's local accounts in tests: the break-glass superuser, a reader.
+    + person("admin", "admin-dir-pw", "Ada Admin")
+    + person("alice", "alice-dir-pw", "Alice Other")
     + group("finance", ["erin"])
     + group("kb-editors", ["frank"])
-    + group("staff", ["erin", "frank"])
+    + group("staff", ["erin", "frank", "alice"])
 )
 
 

@@ -21,8 +21,9 @@ def free_port() -> int:
 
 class LoopbackServer:
     """Serves `handle(method, path, query, body) -> (status, payload[, headers])`; payload a dict
-    (JSON), a list of dicts (NDJSON stream) or None; headers extra response headers (a redirect's
-    Location). The body is JSON, or a dict of lists for a form post. Records every request in `calls`."""
+    (JSON), a list of dicts (NDJSON stream), bytes (an HTML page) or None; headers extra response
+    headers (a redirect's Location). The body is JSON, or a dict of lists for a form post. Records
+    every request in `calls`."""
 
     def __init__(self, handle: Callable) -> None:
         self.calls: list[dict] = []
@@ -41,6 +42,8 @@ class LoopbackServer:
                 if isinstance(payload, list):  # a stream: newline-delimited JSON, as Ollama streams
                     data = b"".join(json.dumps(item).encode() + b"\n" for item in payload)
                     content_type = "application/x-ndjson"
+                elif isinstance(payload, bytes):  # not JSON at all: a proxy's error page, say
+                    data, content_type = payload, "text/html; charset=utf-8"
                 else:
                     data = json.dumps(payload).encode()
                     content_type = "application/json"

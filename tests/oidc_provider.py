@@ -25,6 +25,7 @@ class Provider:
         self.codes: dict[str, dict] = {}
         self.user = {"sub": "u-1", "preferred_username": "ines", "groups": ["finance", "staff"]}
         self.issue: dict = {}  # overrides of the ID token's claims, or {"sign_with": another key}
+        self.token_reply: tuple | None = None  # (status, payload): what the token endpoint says instead
         self.url = ""
 
     def id_token(self, nonce: str) -> str:
@@ -49,6 +50,8 @@ class Provider:
                                 "redirect_uri": query["redirect_uri"][0]}  # fmt: skip
             target = f"{query['redirect_uri'][0]}?{urlencode({'code': code, 'state': query['state'][0]})}"
             return 302, None, {"Location": target}
+        if path == "/token" and method == "POST" and self.token_reply is not None:
+            return self.token_reply
         if path == "/token" and method == "POST":
             form = form or {}
             grant = self.codes.pop(form.get("code", [""])[0], None)

@@ -4,6 +4,7 @@ sign-in page, as a person's would."""
 
 import logging
 import shutil
+from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -14,17 +15,16 @@ pytest.importorskip("ldap", reason="python-ldap is not installed (requirements-l
 if not (shutil.which("slapd") or Path("/usr/sbin/slapd").exists()):
     pytest.skip("slapd is not installed (apt-get install slapd ldap-utils)", allow_module_level=True)
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.test import Client, override_settings
 
+from accounts.models import DirectoryIdentity
 from config.ldap import ldap_settings
 from corpus.models import AuditEvent
 from tests.ldap_server import ADMIN_DN, ADMIN_PASSWORD, BASE, slapd
 
-BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
-    "django_auth_ldap.backend.LDAPBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
+LDAP_BACKEND = "accounts.ldap_backend.DirectoryLDAPBackend"  # what CAIRN_LDAP_URI puts in the settings
+BACKENDS = ["axes.backends.AxesStandaloneBackend", LDAP_BACKEND, "django.contrib.auth.backends.ModelBackend"]
 
 
 @pytest.fixture
@@ -86,3 +86,77 @@ def test_a_directory_that_is_down_is_a_refusal_and_a_log_line_not_a_500(director
         response = sign_in(client, "erin", "erin-pw")
     assert response.status_code == 200 and "_auth_user_id" not in client.session
     assert "Caught LDAPError" in caplog.text or "LDAP" in caplog.text
+
+
+def signed_in_as(client: Client) -> User:
+    return User.objects.get(pk=client.session["_auth_user_id"])
+
+
+def test_a_directory_entry_never_becomes_a_local_account_of_the_same_name(directory, alice, django_user_model):
+    """Attack: django-auth-ldap took the Django user whose name matched, so the directory's `admin`
+    signed in as Cairn's local break-glass superuser, and its `alice` as the local reader alice."""
+    admin = django_user_model.objects.create_superuser("admin", password="local-admin-pw-long")
+    for name in ("admin", "alice"):
+        client = Client()
+        assert sign_in(client, name, f"{name}-dir-pw").status_code == 302
+        user = signed_in_as(client)
+        assert user.username == f"{name}-2" and not user.is_staff and not user.is_superuser
+        assert DirectoryIdentity.objects.get(user=user).subject == f"uid={name},ou=people,{BASE}"
+        assert AuditEvent.objects.filter(action="user.create", object_id=str(user.pk)).exists()
+        again = Client()  # and it is theirs from now on
+        sign_in(again, name, f"{name}-dir-pw")
+        assert signed_in_as(again).pk == user.pk
+    admin.refresh_from_db()
+    alice.refresh_from_db()
+    assert admin.is_superuser and admin.check_password("local-admin-pw-long") and not admin.groups.exists()
+    assert alice.check_password("alice-pw") and list(alice.groups.values_list("name", flat=True)) == ["finance"]
+    assert alice.first_name == "" and not alice.directory_identities.exists()
+    local = Client()  # the local accounts still sign in with their own passwords
+    assert sign_in(local, "admin", "local-admin-pw-long").status_code == 302 and signed_in_as(local).pk == admin.pk
+
+
+def test_an_operator_links_a_directory_entry_to_a_local_account(directory, alice):
+    out = StringIO()
+    call_command("link_identity", "alice", issuer="ldap", subject=f"uid=alice,ou=people,{BASE}", stdout=out)
+    assert "now signs in as alice" in out.getvalue()
+    client = Client()
+    assert sign_in(client, "alice", "alice-dir-pw").status_code == 302
+    assert signed_in_as(client).pk == alice.pk
+    assert AuditEvent.objects.filter(action="user.identity", object_id=str(alice.pk)).exists()
+    assert list(alice.groups.values_list("name", flat=True)) == ["staff"]  # the directory's, from now on
+
+
+def test_an_account_ldap_sign_in_made_before_identities_keeps_working(directory, django_user_model):
+    erin = django_user_model(username="erin")  # as django-auth-ldap made it: no password, no audit row
+    erin.set_unusable_password()
+    erin.save()
+    client = Client()
+    assert sign_in(client, "erin", "erin-pw").status_code == 302
+    assert signed_in_as(client).pk == erin.pk
+    assert DirectoryIdentity.objects.get(user=erin).subject == f"uid=erin,ou=people,{BASE}"
+    adopted = AuditEvent.objects.get(action="user.identity", object_id=str(erin.pk))
+    assert "adopted" in adopted.summary
+
+
+def test_a_deactivated_directory_user_is_signed_out_and_cannot_sign_in(directory):
+    client = Client()
+    assert sign_in(client, "erin", "erin-pw").status_code == 302
+    erin = signed_in_as(client)
+    erin.is_active = False
+    erin.save()
+    assert client.get("/").status_code == 302  # the session no longer holds
+    refused = Client()
+    assert sign_in(refused, "erin", "erin-pw").status_code == 200 and "_auth_user_id" not in refused.session
+
+
+def test_django_auth_ldaps_own_backend_is_a_configuration_error():
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env={"DJANGO_SETTINGS_MODULE": "config.settings", "PATH": "/usr/bin:/bin",
+             "CAIRN_AUTH_BACKENDS": "django_auth_ldap.backend.LDAPBackend,django.contrib.auth.backends.ModelBackend"},
+        capture_output=True, text=True, cwd=str(Path(__file__).parent.parent),
+    )  # fmt: skip
+    assert run.returncode != 0 and "set CAIRN_LDAP_URI instead" in run.stderr

@@ -5,7 +5,9 @@ every asset served by Cairn itself, the refusal to serve with the demo's secrets
 command."""
 
 import re
+import secrets
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -19,6 +21,7 @@ from config.env import parse_rate
 from config.safety import unsafe_start_reasons
 from corpus.models import AuditEvent, Collection
 from tests.conftest import client_for
+from tests.nginx import forwarded_meta, proxy_headers
 
 pytestmark = pytest.mark.django_db
 QUESTION = "who got the first nobel prize in physics"
@@ -90,6 +93,50 @@ def test_repeated_wrong_passwords_lock_the_sign_in_and_leave_an_audit_row(charli
     User.objects.create_user("dora", password="dora-pw-long")
     other = Client().post("/accounts/login/", {"username": "dora", "password": "dora-pw-long"})
     assert other.status_code == 302
+
+
+@override_settings(CAIRN_PROXY_COUNT=1, AXES_FAILURE_LIMIT=3)
+def test_behind_the_shipped_proxy_lockouts_key_on_the_client_not_on_the_user_name(django_user_model):
+    """Attack: behind deploy/nginx.conf, failures from anyone used to lock `admin` out for everyone."""
+    django_user_model.objects.create_superuser("admin", password="admin-pw-long-enough")
+    mallory, alice = "198.51.100.7", "198.51.100.8"
+    for _ in range(3):
+        Client().post("/accounts/login/", {"username": "admin", "password": "guess"}, **forwarded_meta(mallory))
+    right = {"username": "admin", "password": "admin-pw-long-enough"}
+    assert Client().post("/accounts/login/", right, **forwarded_meta(mallory)).status_code == 429
+    assert Client().post("/accounts/login/", right, **forwarded_meta(alice)).status_code == 302
+    assert AuditEvent.objects.get(action="user.locked_out").after["ip_address"] == mallory
+
+
+@pytest.mark.parametrize(
+    ("peer", "sent", "client"),
+    [
+        ("127.0.0.1", "198.51.100.7", "198.51.100.7"),  # the proxy's entry
+        ("127.0.0.1", "203.0.113.9, 198.51.100.7", "198.51.100.7"),  # what the client sent is left of it
+        ("127.0.0.1", "", "127.0.0.1"),  # the proxy's host itself
+        ("127.0.0.1", "not-an-address", "127.0.0.1"),
+        ("192.0.2.20", "198.51.100.7", "192.0.2.20"),  # not a trusted proxy: its claim is ignored
+    ],
+)
+def test_the_client_address_is_believed_from_a_trusted_proxy_only(settings, peer, sent, client):
+    from django.test import RequestFactory
+
+    from accounts.addresses import client_address
+
+    settings.CAIRN_PROXY_COUNT, settings.CAIRN_FORWARDED_ALLOW_IPS = 1, ["127.0.0.1", "::1"]
+    assert client_address(RequestFactory().get("/", REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR=sent)) == client
+    settings.CAIRN_PROXY_COUNT = 0
+    assert client_address(RequestFactory().get("/", REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR=sent)) == peer
+
+
+def test_the_shipped_proxy_replaces_the_client_address_and_drops_identity_headers():
+    headers = proxy_headers()
+    assert headers["X-Forwarded-For"] == "$remote_addr"  # replaced, never appended to
+    assert headers["X-Forwarded-User"] == headers["X-Forwarded-Groups"] == ""  # what a client sent is dropped
+    sent = {"X-Forwarded-For": "203.0.113.9", "X-Forwarded-User": "admin", "X-Forwarded-Groups": "kb-editors"}
+    assert forwarded_meta("198.51.100.7", sent) == {
+        "HTTP_X_FORWARDED_FOR": "198.51.100.7", "HTTP_X_FORWARDED_PROTO": "https", "REMOTE_ADDR": "127.0.0.1"
+    }  # fmt: skip
 
 
 # --- Rate limits ---------------------------------------------------------------------------------
@@ -263,6 +310,18 @@ def test_a_web_server_refuses_the_development_key_and_the_demo_password(settings
     demo.set_password("a-real-password-now")
     demo.save()
     assert reasons() == ""
+
+
+def test_a_web_server_refuses_the_shipped_placeholder_key_and_obviously_weak_ones(settings):
+    """Attack: deploy/cairn.env's CHANGE-ME key, copied as is, used to pass selfcheck and sign sessions."""
+    env = (Path(__file__).resolve().parent.parent / "deploy" / "cairn.env").read_text().splitlines()
+    shipped = next(line.partition("=")[2] for line in env if line.startswith("CAIRN_SECRET_KEY="))
+    settings.DEBUG = settings.CAIRN_DEMO = False
+    for weak in (shipped, "short-but-random-Qx7", "ab" * 40, "django-insecure-" + "k3Jx9" * 10):
+        settings.SECRET_KEY = weak
+        assert "CAIRN_SECRET_KEY" in " ".join(unsafe_start_reasons()), weak
+    settings.SECRET_KEY = secrets.token_urlsafe(50)
+    assert unsafe_start_reasons() == []
 
 
 def test_the_reader_command_creates_a_reader_of_a_private_collection(finance):

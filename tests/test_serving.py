@@ -6,8 +6,10 @@ connection per request thread, and `check --deploy` clean with deploy/cairn.env.
 They run against a database of their own on the same Postgres, so the servers see committed data
 without touching the test database."""
 
+import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,12 +18,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from http.cookies import SimpleCookie
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from django.db import connection
 
 from tests.loopback import free_port
+from tests.nginx import NGINX_ADDRESS, forwarded
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,6 +160,87 @@ def test_a_production_server_refuses_the_development_key_with_a_message_naming_t
     )  # fmt: skip
     assert gunicorn.returncode != 0
     assert "CAIRN_SECRET_KEY is the development key" in gunicorn.stderr
+
+
+def form_sign_in(port: int, source: str, username: str, password: str, headers: dict) -> int:
+    """Cairn's sign-in form as a browser at `source` (an address of this host) uses it: fetch it, post
+    it back with its CSRF token; the answer's status (302 signed in, 200 refused, 429 locked out)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60, source_address=(source, 0))
+    try:
+        connection.request("GET", "/accounts/login/", headers=headers)
+        page = connection.getresponse()
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.read().decode()).group(1)
+        cookies = SimpleCookie()
+        for header in page.msg.get_all("Set-Cookie") or []:
+            cookies.load(header)
+        form = urlencode({"username": username, "password": password, "csrfmiddlewaretoken": token})
+        connection.request("POST", "/accounts/login/", body=form, headers={
+            **headers, "Cookie": f"csrftoken={cookies['csrftoken'].value}", "Referer": f"https://127.0.0.1:{port}/",
+            "Content-Type": "application/x-www-form-urlencoded",
+        })  # fmt: skip
+        answer = connection.getresponse()
+        answer.read()
+        return answer.status
+    finally:
+        connection.close()
+
+
+def test_behind_the_proxy_lockouts_follow_the_client_and_a_direct_client_cannot_choose_its_address(
+    served_database,
+):
+    """Attack, against gunicorn as deploy/ runs it (CAIRN_PROXY_COUNT=1, nginx on the same host):
+    failures from one client used to lock a user name out for everyone, and a client that reached
+    gunicorn directly chose a fresh address for every guess with X-Forwarded-For."""
+    for name in ("admin", "dora"):
+        manage("reader", name, "--password-stdin", input=f"{name}-pebble-larch-71\n")
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "--bind", f"127.0.0.1:{port}"],
+        cwd=ROOT, env=env(CAIRN_PROXY_COUNT="1", CAIRN_LOGIN_FAILURE_LIMIT="3", CAIRN_THROTTLE_ANON="3/minute",
+                          CAIRN_WEB_WORKERS="1", CAIRN_WARM_MODELS="false", CAIRN_ACCESS_LOG=""),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                request(f"http://127.0.0.1:{port}/api/v1/health", timeout=5)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None
+                time.sleep(0.3)
+        # Through nginx (the peer 127.0.0.1, a trusted proxy): each client has its own count.
+        mallory, alice = forwarded("198.51.100.7"), forwarded("198.51.100.8")
+        for _ in range(3):
+            form_sign_in(port, NGINX_ADDRESS, "admin", "guess", mallory)
+        assert form_sign_in(port, NGINX_ADDRESS, "admin", "admin-pebble-larch-71", mallory) == 429
+        assert form_sign_in(port, NGINX_ADDRESS, "admin", "admin-pebble-larch-71", alice) == 302
+        # Straight to gunicorn from 127.0.0.2 (not a trusted proxy): its X-Forwarded-For is its own claim.
+        for guess in range(3):
+            spoofed = {"X-Forwarded-For": f"203.0.113.{guess}, 192.0.2.1"}
+            form_sign_in(port, "127.0.0.2", "dora", "guess", spoofed)
+        spoofed = {"X-Forwarded-For": "203.0.113.99, 192.0.2.1"}
+        assert form_sign_in(port, "127.0.0.2", "dora", "dora-pebble-larch-71", spoofed) == 429
+        schema = []  # the API's anonymous budget, likewise
+        for guess in range(4):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60, source_address=("127.0.0.2", 0))
+            connection.request("GET", "/api/schema/", headers={"X-Forwarded-For": f"198.51.100.{guess}"})
+            schema.append(connection.getresponse().status)
+            connection.close()
+        assert schema == [200, 200, 200, 429]
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_selfcheck_refuses_the_placeholder_key_that_deploy_cairn_env_ships(served_database):
+    shipped = next(
+        line.partition("=")[2]
+        for line in (ROOT / "deploy" / "cairn.env").read_text().splitlines()
+        if line.startswith("CAIRN_SECRET_KEY=")
+    )
+    refused = manage("selfcheck", check=False, CAIRN_SECRET_KEY=shipped)
+    assert refused.returncode == 1 and "CAIRN_SECRET_KEY is still a placeholder" in refused.stderr
 
 
 def test_the_development_server_keeps_no_connection_per_request_thread(served_database):
