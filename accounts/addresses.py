@@ -51,3 +51,16 @@ def client_address(request) -> str:
         return str(ipaddress.ip_address(forwarded))
     except ValueError:
         return peer  # not an address: the proxy is misconfigured, and the client cannot choose its own
+
+
+def untrusted_forwarded_proto_dropped(get_response):
+    """Middleware, first in line: X-Forwarded-Proto is believed (SECURE_PROXY_SSL_HEADER) only from
+    CAIRN_FORWARDED_ALLOW_IPS, as X-Forwarded-For is. From anyone else it is dropped, so a client
+    that reaches the server directly cannot claim https (secure cookies, no HTTPS redirect)."""
+
+    def middleware(request):
+        if not address_in(request.META.get("REMOTE_ADDR", ""), settings.CAIRN_FORWARDED_ALLOW_IPS):
+            request.META.pop("HTTP_X_FORWARDED_PROTO", None)
+        return get_response(request)
+
+    return middleware

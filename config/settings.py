@@ -46,8 +46,8 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("CAIRN
 # per client address, which they read from there only when this is set (0: the socket's peer
 # address), and only from the proxies below (accounts/addresses.py).
 CAIRN_PROXY_COUNT = env_int("CAIRN_PROXY_COUNT", 0, minimum=0)
-# The proxies whose forwarded headers are believed: X-Forwarded-For here, X-Forwarded-Proto by
-# gunicorn (config/gunicorn.py reads the same variable). Addresses or networks; "*" believes anyone,
+# The proxies whose forwarded headers are believed: X-Forwarded-For and X-Forwarded-Proto here
+# (accounts/addresses.py), and by gunicorn (config/gunicorn.py reads the same variable). Addresses or networks; "*" believes anyone,
 # which is safe only where nothing but the proxy can reach the server.
 CAIRN_FORWARDED_ALLOW_IPS = env_list("CAIRN_FORWARDED_ALLOW_IPS", ["127.0.0.1", "::1"])
 for _proxy in set(CAIRN_FORWARDED_ALLOW_IPS) - {"*"}:
@@ -79,6 +79,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "accounts.addresses.untrusted_forwarded_proto_dropped",  # before anything asks request.is_secure()
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -129,6 +129,18 @@ def test_the_client_address_is_believed_from_a_trusted_proxy_only(settings, peer
     assert client_address(RequestFactory().get("/", REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR=sent)) == peer
 
 
+@pytest.mark.parametrize(("peer", "secure"), [("127.0.0.1", True), ("192.0.2.20", False)])
+def test_https_is_believed_from_the_trusted_proxy_only(settings, peer, secure):
+    """Attack: a client reaching the server directly said X-Forwarded-Proto: https, and Django believed it."""
+    from django.test import RequestFactory
+
+    from accounts.addresses import untrusted_forwarded_proto_dropped
+
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    request = RequestFactory().get("/", REMOTE_ADDR=peer, HTTP_X_FORWARDED_PROTO="https")
+    assert untrusted_forwarded_proto_dropped(lambda r: r.is_secure())(request) is secure
+
+
 def test_the_shipped_proxy_replaces_the_client_address_and_drops_identity_headers():
     headers = proxy_headers()
     assert headers["X-Forwarded-For"] == "$remote_addr"  # replaced, never appended to
