@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import re
 
-from corpus.chunking import _FENCE, _HEADING, _ITEM, _QUOTE, _ROW  # the block syntax the chunker reads
+from corpus.chunking import _FENCE, _ITEM, _QUOTE, _ROW, heading  # the block syntax the chunker reads
 
 _FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _FRONT_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.M)
@@ -65,7 +65,7 @@ def read_markdown(raw: str) -> tuple[str, str]:
         nonlocal title
         cleaned = _prose(prose, defined)
         title = title or next(
-            (m.group(2) for line in cleaned if (m := _HEADING.match(line)) and len(m.group(1)) == 1 and m.group(2)), ""
+            (found[1] for line in cleaned if (found := heading(line)) and found[0] == 1 and found[1]), ""
         )
         lines.extend(cleaned)
         prose.clear()
@@ -122,7 +122,7 @@ def _html_block(lines: list[str]) -> list[str]:
 
 def _structural(line: str) -> bool:
     """A line a setext underline cannot make a heading: already a heading, an item, a row, a quote."""
-    return any(syntax.match(line) for syntax in (_HEADING, _ITEM, _ROW, _QUOTE))
+    return heading(line) is not None or any(syntax.match(line) for syntax in (_ITEM, _ROW, _QUOTE))
 
 
 def _inline(text: str, defined: set[str]) -> list[str]:
