@@ -67,6 +67,8 @@ def parse_blocks(text: str) -> list[Block]:
 
     def flush() -> None:
         nonlocal run
+        if not run:  # nothing to end (a blank line after a blank line)
+            return
         joined = re.sub(r"\s+", " ", " ".join(run)).strip()
         if joined:
             blocks.append(Block(kind, joined, term=term if kind == "definition" else ""))
@@ -78,6 +80,11 @@ def parse_blocks(text: str) -> list[Block]:
     while i < len(lines):
         line = lines[i]
         i += 1
+        if not line.strip():  # first: a page (or a question) may be mostly blank lines
+            header, row_cells = [], []
+            flush()
+            kind = "paragraph"
+            continue
         if not _ROW.match(line):
             header, row_cells = [], []
         if fence := _FENCE.match(line):
@@ -89,10 +96,6 @@ def parse_blocks(text: str) -> list[Block]:
             i += 1  # the closing fence (or the end of the text)
             if any(b.strip() for b in body):
                 blocks.append(Block("code", "\n".join(body).strip("\n")))
-            continue
-        if not line.strip():
-            flush()
-            kind = "paragraph"
             continue
         if found := heading(line):
             flush()
@@ -303,26 +306,26 @@ def _sentences(paragraph: str) -> list[str]:
     between two boundaries is read once, however many of them end no sentence ("Dr. A Dr. A …")."""
     sentences: list[str] = []
     start = 0
-    after = 0  # where the last candidate boundary ended (with a space): the word before the next is after it
+    after = 0  # where the last candidate boundary ended (with a space): the word before a stop is after it
     opened, counted = 0, 0  # "(" less ")" from `start` up to `counted`
     for match in _BOUNDARY.finditer(paragraph):
-        end = match.start() + len(match.group(0).rstrip())
-        before = paragraph[after : match.start()]
-        after = match.end()
-        token = ("" if not before or before[-1].isspace() else before.rsplit(None, 1)[-1]).lower().strip("\"'([")
-        if paragraph[match.start()] == "." and (
-            token in _ABBREVIATIONS
-            or re.fullmatch(r"[a-z]", token)
-            or (token in _TIME_SUFFIXES and _ZONE_NEXT.match(paragraph, match.end()))
-        ):
-            continue
+        stop, word, after = match.start(), after, match.end()
+        if paragraph[stop] == ".":
+            before = paragraph[word:stop]
+            token = ("" if not before or before[-1].isspace() else before.rsplit(None, 1)[-1]).lower().strip("\"'([")
+            if (
+                token in _ABBREVIATIONS
+                or (len(token) == 1 and "a" <= token <= "z")  # an initial
+                or (token in _TIME_SUFFIXES and _ZONE_NEXT.match(paragraph, after))
+            ):
+                continue
         # Inside a parenthesis the sentence has not ended: "(for example. 20 to 30 times)".
-        opened += paragraph.count("(", counted, match.start()) - paragraph.count(")", counted, match.start())
-        counted = match.start()
+        opened += paragraph.count("(", counted, stop) - paragraph.count(")", counted, stop)
+        counted = stop
         if opened > 0 and ")" not in match.group(0):
             continue
-        sentences.append(paragraph[start:end].strip())
-        start = match.end()
+        sentences.append(paragraph[start : stop + len(match.group(0).rstrip())].strip())
+        start = after
         opened, counted = 0, start
     tail = paragraph[start:].strip()
     if tail:
