@@ -357,6 +357,8 @@ def written_as_name(question: str, word: str) -> bool:
     # Where "[_./]word\b" or "\bword[_./]\w" would match, found with str.find: a pattern built from the
     # word cost a compilation as long as the word, and "\w*" before the separator rescanned a long
     # word from each of its letters.
+    if not any(f"{sep}{word}" in question or f"{word}{sep}" in question for sep in "_./"):
+        return False  # most words: beside no separator anywhere
     at = question.find(word)
     while at != -1:
         end = at + len(word)
