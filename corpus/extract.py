@@ -249,16 +249,16 @@ def _markdown_title(text: str) -> str:
 def _read_html(raw: str) -> tuple[str, str]:
     from bs4.exceptions import ParserRejectedMarkup
 
-    from corpus.html import NavigationPage, html_to_blocks
+    from corpus.html import NavigationPage, TooDeep, html_to_blocks
 
     try:
         return html_to_blocks(raw)
     except NavigationPage as exc:
         raise ExtractionError(str(exc)) from exc
+    except TooDeep as exc:
+        raise ExtractionError(f"cannot read HTML: {exc}") from exc
     except ParserRejectedMarkup as exc:  # markup html.parser gives up on ("<![" and no name): a 400, not a 500
         raise ExtractionError("cannot read HTML: the parser rejected the markup") from exc
-    except RecursionError as exc:  # elements nested hundreds deep: the reader walks the tree recursively
-        raise ExtractionError("cannot read HTML: its elements are nested too deeply") from exc
 
 
 def _read_pdf(data: bytes) -> tuple[str, str]:

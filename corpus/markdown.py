@@ -118,12 +118,14 @@ def _html_block(lines: list[str]) -> list[str]:
     """An HTML block (a table, a <details>) in the block form corpus.html gives a page."""
     if not lines:
         return []
-    from corpus.html import NavigationPage, html_to_blocks
+    from bs4.exceptions import ParserRejectedMarkup
+
+    from corpus.html import NavigationPage, TooDeep, html_to_blocks
 
     markup = "\n".join(lines)
     try:
         return html_to_blocks(f"<html><body>{markup}</body></html>")[1].split("\n")
-    except NavigationPage:  # a list of links: their text
+    except (NavigationPage, TooDeep, ParserRejectedMarkup):  # a list of links, or markup no page holds: its text
         return [html.unescape(_TAG.sub(" ", " ".join(lines))).strip()]
 
 

@@ -39,6 +39,7 @@ def inputs(size: int) -> dict[str, str]:
         "table cells": "| ",
         "entities": "&amp;",
         "inline tags": "<a ",
+        "elements nested": "<p>",
     }
     cases |= {name: unit * (size // len(unit)) for name, unit in shapes.items()}
     half = size // 2
