@@ -24,13 +24,16 @@ _ABBREVIATIONS = {
 _TIME_SUFFIXES = {"a.m", "p.m"}
 _ZONE_NEXT = re.compile(r"[(\[]?[A-Z]{2,5}\b")
 # A candidate boundary: terminal punctuation, optional closing quotes/brackets, whitespace, then
-# something that can start a sentence.
-_BOUNDARY = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
-_WORD_BEFORE = re.compile(r"(\S+)$")
+# something that can start a sentence. Possessive, and never tried from inside a run of stops: from
+# every "." of a run the pattern rescanned the run to its end (quadratic in a run of dots).
+_BOUNDARY = re.compile(r"(?<![.!?])[.!?]++[\"'\u201d\u2019)\]]*+\s++(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
 
 
 _FENCE = re.compile(r"^\s*(```+|~~~+)")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+# A heading's opening; its end is found by string methods (heading). As one pattern,
+# "^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$" tried every split of a line's trailing spaces at every
+# character of its text: "# a", 2,000 spaces, "b" took 6 s of CPU, holding the GIL.
+_HEADING_OPENS = re.compile(r"\s{0,3}(#{1,6})\s")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
 _DEFINITION = re.compile(r"^\s*:\s+(.*)$")
 _ROW = re.compile(r"^\s*\|(.*)$")
@@ -64,6 +67,8 @@ def parse_blocks(text: str) -> list[Block]:
 
     def flush() -> None:
         nonlocal run
+        if not run:  # nothing to end (a blank line after a blank line)
+            return
         joined = re.sub(r"\s+", " ", " ".join(run)).strip()
         if joined:
             blocks.append(Block(kind, joined, term=term if kind == "definition" else ""))
@@ -75,6 +80,11 @@ def parse_blocks(text: str) -> list[Block]:
     while i < len(lines):
         line = lines[i]
         i += 1
+        if not line.strip():  # first: a page (or a question) may be mostly blank lines
+            header, row_cells = [], []
+            flush()
+            kind = "paragraph"
+            continue
         if not _ROW.match(line):
             header, row_cells = [], []
         if fence := _FENCE.match(line):
@@ -87,13 +97,9 @@ def parse_blocks(text: str) -> list[Block]:
             if any(b.strip() for b in body):
                 blocks.append(Block("code", "\n".join(body).strip("\n")))
             continue
-        if not line.strip():
+        if found := heading(line):
             flush()
-            kind = "paragraph"
-            continue
-        if heading := _HEADING.match(line):
-            flush()
-            blocks.append(Block("heading", heading.group(2), level=len(heading.group(1))))
+            blocks.append(Block("heading", found[1], level=found[0]))
             kind, term = "paragraph", ""
         elif definition := _DEFINITION.match(line):
             flush()
@@ -122,6 +128,15 @@ def parse_blocks(text: str) -> list[Block]:
             run.append(quote.group(1) if quote else line)
     flush()
     return blocks
+
+
+def heading(line: str) -> tuple[int, str] | None:
+    """(level, text) of a ``#`` heading line ("## Install ##" -> (2, "Install")), else None. The
+    text goes without the closing hashes and the spaces around it, as Markdown reads it."""
+    opened = _HEADING_OPENS.match(line)
+    if opened is None:
+        return None
+    return len(opened.group(1)), line[opened.end() :].strip().rstrip("#").rstrip()
 
 
 def row_text(header: list[str], cells: list[str], *, separator: str) -> str:
@@ -261,7 +276,9 @@ def heading_referent(sentence: str, headings: Sequence[str]) -> str:
     return ""
 
 
-_KEY_VALUE = re.compile(r"^([^:;|]{1,40}):\s+([^;]+)$")  # "Default: KeepAliveTimeout 5", one key, one value
+# "Default: KeepAliveTimeout 5", one key, one value. The value opens after the spaces (or is the last
+# of them): as "\s+([^;]+)$" the spaces were shared out between the two ways, quadratic in their run.
+_KEY_VALUE = re.compile(r"^([^:;|]{1,40}):\s+([^;\s][^;]*|\s)$")
 
 
 def key_value_subject(first_row: str, row: str) -> str:
@@ -285,24 +302,31 @@ def _names_next_term(blocks: list[Block], index: int) -> bool:
 
 
 def _sentences(paragraph: str) -> list[str]:
+    """A paragraph's sentences (its whitespace collapsed, as parse_blocks gives it). Linear: the text
+    between two boundaries is read once, however many of them end no sentence ("Dr. A Dr. A …")."""
     sentences: list[str] = []
     start = 0
+    after = 0  # where the last candidate boundary ended (with a space): the word before a stop is after it
+    opened, counted = 0, 0  # "(" less ")" from `start` up to `counted`
     for match in _BOUNDARY.finditer(paragraph):
-        end = match.start() + len(match.group(0).rstrip())
-        word = _WORD_BEFORE.search(paragraph[start : match.start()])
-        token = (word.group(1) if word else "").lower().strip("\"'([")
-        if paragraph[match.start()] == "." and (
-            token in _ABBREVIATIONS
-            or re.fullmatch(r"[a-z]", token)
-            or (token in _TIME_SUFFIXES and _ZONE_NEXT.match(paragraph, match.end()))
-        ):
-            continue
+        stop, word, after = match.start(), after, match.end()
+        if paragraph[stop] == ".":
+            before = paragraph[word:stop]
+            token = ("" if not before or before[-1].isspace() else before.rsplit(None, 1)[-1]).lower().strip("\"'([")
+            if (
+                token in _ABBREVIATIONS
+                or (len(token) == 1 and "a" <= token <= "z")  # an initial
+                or (token in _TIME_SUFFIXES and _ZONE_NEXT.match(paragraph, after))
+            ):
+                continue
         # Inside a parenthesis the sentence has not ended: "(for example. 20 to 30 times)".
-        opened = paragraph[start : match.start()]
-        if opened.count("(") > opened.count(")") and ")" not in match.group(0):
+        opened += paragraph.count("(", counted, stop) - paragraph.count(")", counted, stop)
+        counted = stop
+        if opened > 0 and ")" not in match.group(0):
             continue
-        sentences.append(paragraph[start:end].strip())
-        start = match.end()
+        sentences.append(paragraph[start : stop + len(match.group(0).rstrip())].strip())
+        start = after
+        opened, counted = 0, start
     tail = paragraph[start:].strip()
     if tail:
         sentences.append(tail)

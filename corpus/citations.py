@@ -14,8 +14,10 @@ from __future__ import annotations
 import re
 
 CITATION_RUN = re.compile(r"(?<![\w\]])\[\d+\](?:[ \t]*\[\d+\])*")
-# A run with the space before it, captured: re.split keeps it (validation's answer_sentences).
-CITATION_MARKER = re.compile(r"(\s*(?:" + CITATION_RUN.pattern + "))")
+# A run with the space before it, captured: re.split keeps it (validation's answer_sentences). Tried
+# only where a run of spaces starts, and possessive: from inside the run it was scanned again from
+# every one of its characters (quadratic in a run of spaces or line breaks).
+CITATION_MARKER = re.compile(r"((?<!\s)\s*+(?:" + CITATION_RUN.pattern + "))")
 _NUMBER = re.compile(r"\d+")
 
 

@@ -247,12 +247,18 @@ def _markdown_title(text: str) -> str:
 
 
 def _read_html(raw: str) -> tuple[str, str]:
-    from corpus.html import NavigationPage, html_to_blocks
+    from bs4.exceptions import ParserRejectedMarkup
+
+    from corpus.html import NavigationPage, TooDeep, html_to_blocks
 
     try:
         return html_to_blocks(raw)
     except NavigationPage as exc:
         raise ExtractionError(str(exc)) from exc
+    except TooDeep as exc:
+        raise ExtractionError(f"cannot read HTML: {exc}") from exc
+    except ParserRejectedMarkup as exc:  # markup html.parser gives up on ("<![" and no name): a 400, not a 500
+        raise ExtractionError("cannot read HTML: the parser rejected the markup") from exc
 
 
 def _read_pdf(data: bytes) -> tuple[str, str]:
@@ -284,6 +290,11 @@ def pdf_paragraphs(page: str) -> str:
     if not lengths:
         return ""
     typical = lengths[len(lengths) // 2]
+    # The next line with text after each: looked up, not searched for from each line (quadratic on a
+    # page of many lines).
+    upcoming, after = [""] * len(lines), ""
+    for i in range(len(lines) - 1, -1, -1):
+        upcoming[i], after = after, lines[i] or after
     paragraphs: list[list[str]] = [[]]
     for i, line in enumerate(lines):
         current = paragraphs[-1]
@@ -294,7 +305,7 @@ def pdf_paragraphs(page: str) -> str:
         if current and current[-1].endswith("-") and line[:1].islower():
             current[-1] = current[-1][:-1] + line  # "con-" + "figured"
             continue
-        following = next((n for n in lines[i + 1 :] if n), "")
+        following = upcoming[i]
         heading = (
             len(line) < 0.6 * typical
             and len(line.split()) <= 8

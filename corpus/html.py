@@ -56,13 +56,26 @@ SHORT_LINK_BAR_WORDS = 6  # at most this many words besides the links, and no se
 INDEX_PAGE = 0.5  # a page whose main text is at least this share of link text is an index
 
 
+# Elements inside elements. Documentation pages go about 25 deep (Node.js's API pages: 23); the passes
+# below read each block's subtree, so their time is the page's size times its depth ("<p>" x 6,700,
+# 20 KB: 14 s before the reader's recursion gave out).
+MAX_DEPTH = 100
+
+
 class NavigationPage(ValueError):
     """The page is an index or table of contents: links, not content."""
 
 
+class TooDeep(ValueError):
+    """The page nests elements deeper than MAX_DEPTH: no document does."""
+
+
 def html_to_blocks(raw: str) -> tuple[str, str]:
-    """(title, block text) of an HTML page. Raises NavigationPage for a page that is mostly links."""
+    """(title, block text) of an HTML page. Raises NavigationPage for a page that is mostly links,
+    TooDeep for one nested deeper than MAX_DEPTH."""
     soup = BeautifulSoup(raw, "html.parser")
+    if _deeper_than(soup, MAX_DEPTH):
+        raise TooDeep(f"its elements are nested more than {MAX_DEPTH} deep")
     page_title = _squash(soup.title.get_text(" ")) if soup.title else ""  # DocBook's "4.&nbsp;Memcheck" too
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
         comment.extract()
@@ -90,6 +103,17 @@ def html_to_blocks(raw: str) -> tuple[str, str]:
     if link_length and all(block.startswith("#") for block in blocks):  # headings over link lists
         raise NavigationPage("a navigation or index page (nothing but links once its link lists are set aside)")
     return title, "\n\n".join(blocks)
+
+
+def _deeper_than(root: Tag, limit: int) -> bool:
+    """Do elements nest more than `limit` deep under `root`? Counted without recursion."""
+    stack = [(root, 0)]
+    while stack:
+        tag, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in tag.children if isinstance(child, Tag))
+    return False
 
 
 def _classes(tag: Tag) -> list[str]:

@@ -16,13 +16,15 @@ _PATTERNS = [
     r"\b(?:you\s+are\s+now|pretend\s+(?:to\s+be|you\s+are)|act\s+as)\s+(?:a|an)\s+(?:\w+\s+){0,3}?"
     r"(?:assistant|ai|model|chatbot|bot|language\s+model)\b",
     r"\b(?:new|updated|real)\s+(?:system\s+)?instructions?\s*:",
-    r"^\s*(?:system|assistant|developer)\s*:\s*(?:you|ignore|always|never|from\s+now)\b",
+    r"^[^\S\n]*(?:system|assistant|developer)\s*:\s*(?:you|ignore|always|never|from\s+now)\b",
     # chat-template markup
     r"<\|(?:im_start|im_end|system|assistant|user|endoftext)\|>",
     r"\[/?INST\]",
     r"<</?SYS>>",
-    r"^\s*#{2,}\s*(?:instruction|response)\s*:?\s*$",
+    r"^[^\S\n]*#{2,}\s*(?:instruction|response)\s*:?\s*$",
 ]
+# A line's leading space stops at its end ([^\S\n]*, not \s*): the same lines match (a line after blank
+# ones starts a line of its own), and a run of blank lines is no longer rescanned from each of them.
 _ADDRESSED = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE | re.MULTILINE)
 
 

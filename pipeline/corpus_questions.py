@@ -76,7 +76,7 @@ def heading_subject(heading: str) -> str | None:
     -> "time.monotonic", "7.1.2. The String format() Method" -> "The String format() Method".
     None for what is no subject (empty, or a sentence-long heading)."""
     subject = _KIND.sub("", _NUMBERING.sub("", heading.strip()))
-    subject = re.sub(r"\s*(?:→|->).*$", "", subject)
+    subject = re.sub(r"(?<!\s)\s*+(?:→|->).*$", "", subject)  # tried where spaces start, not within: linear
     if call := re.match(r"^([\w.:$]+)\s*\(", subject):  # a signature: the name called
         subject = call.group(1)
     elif option := re.match(r"^--?[\w-]+(?=[=\s\[<]|$)", subject):  # "--cache-sim=<yes|no> [default: no]"

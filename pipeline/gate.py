@@ -344,14 +344,41 @@ def unknown_names(question: str, words: list[str]) -> list[str]:
     misspellings and abbreviations ("protien", "lotr") that are no sign the corpus lacks the answer."""
     from corpus.embedder import get_embedder
 
-    def written_as_name(word: str) -> bool:
-        if any(ch.isupper() for ch in word[1:]) or (word[0].isupper() and not question.lstrip().startswith(word)):
-            return True
-        return bool(re.search(rf"[\w]*[_./]{re.escape(word)}\b|\b{re.escape(word)}[_./]\w", question))
-
-    words = [w for w in words if len(w) >= 3 and re.search(r"[^\W\d_]", w) and written_as_name(w)]
+    words = [w for w in words if len(w) >= 3 and re.search(r"[^\W\d_]", w) and written_as_name(question, w)]
     counts = get_embedder().count_tokens([w.lower() for w in words]) if words else []
     return [w for w, n in zip(words, counts, strict=True) if n > 1]
+
+
+def written_as_name(question: str, word: str) -> bool:
+    """Is `word` (of `question`) written as a name: capitals after its first letter, a capital not
+    opening the question, or part of an identifier (innodb_buffer_pool_size, os.quickcopy)?"""
+    if any(ch.isupper() for ch in word[1:]) or (word[0].isupper() and not question.lstrip().startswith(word)):
+        return True
+    # Where "[_./]word\b" or "\bword[_./]\w" would match, found with str.find: a pattern built from the
+    # word cost a compilation as long as the word, and "\w*" before the separator rescanned a long
+    # word from each of its letters.
+    if not any(f"{sep}{word}" in question or f"{word}{sep}" in question for sep in "_./"):
+        return False  # most words: beside no separator anywhere
+    at = question.find(word)
+    while at != -1:
+        end = at + len(word)
+        before, after = question[at - 1 : at] if at else "", question[end : end + 1]
+        if before in ("_", ".", "/") and _word_boundary(question, end):
+            return True
+        if after in ("_", ".", "/") and _is_word(question[end + 1 : end + 2]) and _word_boundary(question, at):
+            return True
+        at = question.find(word, at + 1)
+    return False
+
+
+def _is_word(ch: str) -> bool:
+    """Is `ch` a character re's \\w matches ("" is not)?"""
+    return ch.isalnum() or ch == "_"
+
+
+def _word_boundary(text: str, at: int) -> bool:
+    """Would re's \\b match at `at` in `text`?"""
+    return _is_word(text[at - 1 : at] if at else "") != _is_word(text[at : at + 1])
 
 
 def action_for(relevances: list[float], upper: float | None = None) -> Action:

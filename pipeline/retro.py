@@ -24,8 +24,6 @@ from corpus.selectors import chunk_search
 from pipeline.gate import Bucket, Candidate, Strip, candidate_from_hit, refine
 from pipeline.generators import Generation, OllamaGenerator, quoted
 
-_CITED_LINE = re.compile(r"^\s*(?:[-*\d.)]+\s*)?(.+?)\s*((?:\[\d+\]\s*)+)$")
-
 
 def answers_agreement(nli, first: str, second: str) -> float:
     """Mean of P(entailment) in both directions: 1 when each answer implies the other."""
@@ -35,12 +33,52 @@ def answers_agreement(nli, first: str, second: str) -> float:
 
 def inferred_statements(text: str) -> list[tuple[str, list[int]]]:
     """Lines of the form "statement [1][3]" -> (statement, [1, 3])."""
-    found = []
-    for line in text.splitlines():
-        match = _CITED_LINE.match(line)
-        if match:
-            found.append((match.group(1).strip(), [int(n) for n in re.findall(r"\d+", match.group(2))]))
-    return found
+    return [cited for line in text.splitlines() if (cited := cited_line(line))]
+
+
+def cited_line(line: str) -> tuple[str, list[int]] | None:
+    """("statement", [1, 3]) for "- statement [1][3]", else None: what the pattern
+    "^\\s*(?:[-*\\d.)]+\\s*)?(.+?)\\s*((?:\\[\\d+\\]\\s*)+)$" matched, found by reading the citations
+    back from the line's end. The pattern tried every split of a run of spaces at every character
+    before it, cubic in the line's length: a reply is an LLM's text, and may repeat a document's."""
+    marker = len(line) - len(line.lstrip())
+    text = marker
+    while text < len(line) and (line[text] in "-*.)" or line[text].isdecimal()):
+        text += 1
+    if text > marker:  # the list marker and the spaces after it
+        text = len(line) - len(line[text:].lstrip())
+    body = line[text:]
+    ends = []  # (start, end) of each citation at the end of the line, the last first
+    end = len(body.rstrip())
+    while end and body[end - 1] == "]":
+        digits = end - 1
+        while digits and body[digits - 1].isdecimal():
+            digits -= 1
+        if digits == end - 1 or not digits or body[digits - 1] != "[":
+            break
+        ends.append((digits - 1, end))
+        end = digits - 1
+        while end and body[end - 1].isspace():
+            end -= 1
+    if not ends:
+        return None
+    # The statement is the shortest start of the body (one character at least) that the citations,
+    # the spaces before them included, follow.
+    if end:
+        split = end
+    elif ends[-1][0]:
+        split = 1  # the body opens with spaces: one of them is the statement
+    elif len(ends) > 1:
+        split = ends[-1][1]  # the body opens with a citation: the statement is that citation
+    elif text:
+        return line[text - 1].strip(), _numbers(body)  # the marker's last character is the statement
+    else:
+        return None
+    return body[:split].strip(), _numbers(body[split:])
+
+
+def _numbers(citations: str) -> list[int]:
+    return [int(n) for n in re.findall(r"\d+", citations)]
 
 
 def _answer_pair(state, generator: OllamaGenerator, evidence) -> tuple[Generation, Generation]:

@@ -49,6 +49,17 @@ def test_broken_pdf_raises_a_clear_error(tmp_path):
         list(extract_file(tmp_path / "broken.pdf"))
 
 
+@pytest.mark.parametrize(
+    ("markup", "reason"),
+    [("<p>Intro</p><![<![", "the parser rejected the markup"), ("<p>" * 1500, "nested more than 100 deep")],
+)
+def test_html_the_reader_cannot_walk_is_refused_with_a_reason(tmp_path, markup, reason):
+    page = tmp_path / "page.html"
+    page.write_text(markup)
+    with pytest.raises(ExtractionError, match=reason):
+        list(extract_file(page))
+
+
 def test_jsonl_yields_documents_and_names_bad_lines(tmp_path):
     write_corpus(tmp_path)
     items = list(extract_file(tmp_path / "faq.jsonl"))
