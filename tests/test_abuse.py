@@ -27,21 +27,7 @@ class TooSlow(BaseException):
     """Raised inside the call by the watchdog; a BaseException, so no `except Exception` swallows it."""
 
 
-# Slow in the standard library, not in Cairn: html.parser before python/cpython#135462 (fixed in later
-# patch releases; this interpreter may predate them) rescans the rest of the page from every unclosed
-# "<!--" or "<a " (quadratic). They pass on a patched Python.
-PARSER_QUADRATIC = {("upload .html", "unclosed comments"), ("upload .html", "inline tags")}
-TABLE = [
-    pytest.param(
-        entry,
-        case,
-        marks=[pytest.mark.xfail(reason="html.parser, python/cpython#135462", strict=False)]
-        if (entry, case) in PARSER_QUADRATIC
-        else [],
-    )
-    for entry in ENTRY_POINTS
-    for case in CASES
-]
+TABLE = [(entry, case) for entry in ENTRY_POINTS for case in CASES]
 
 
 @contextmanager
