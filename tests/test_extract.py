@@ -51,7 +51,10 @@ def test_broken_pdf_raises_a_clear_error(tmp_path):
 
 @pytest.mark.parametrize(
     ("markup", "reason"),
-    [("<p>Intro</p><![<![", "the parser rejected the markup"), ("<p>" * 1500, "nested more than 100 deep")],
+    [
+        ("<p>Intro</p><![<![ <p>Outro</p>", "the parser rejected the markup"),
+        ("<p>" * 1500, "nested more than 100 deep"),
+    ],
 )
 def test_html_the_reader_cannot_walk_is_refused_with_a_reason(tmp_path, markup, reason):
     page = tmp_path / "page.html"
