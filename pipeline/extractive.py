@@ -165,6 +165,8 @@ def making_room(
     lead_best = max((s.score for s in chosen), default=0.0)
     if best is None or lead_best >= accept or best.score < max(floor, FAR_BETTER * lead_best):
         return chosen
+    if len(split_sentences(best.text)) > max_sentences:
+        return chosen  # it would not fit even alone: giving way would leave the answer empty
     kept = list(chosen)
     while kept and sum(len(split_sentences(s.text)) for s in kept) + len(split_sentences(best.text)) > max_sentences:
         kept.remove(min(kept, key=lambda s: s.score))
@@ -179,7 +181,8 @@ def others_joining(
     `max_sentences` sentences."""
     from corpus.chunking import split_sentences
 
-    best = max(floor, max((s.score for s in chosen), default=1.0))
+    # With nothing chosen (the lead gave way whole: making_room), what states an answer joins.
+    best = max(floor, max((s.score for s in chosen), default=floor))
     size = sum(len(split_sentences(s.text)) for s in chosen)
     seen, joining = {_key(s.text) for s in chosen}, []
     for s in sorted(others, key=lambda s: -s.score):

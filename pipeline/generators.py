@@ -141,6 +141,8 @@ class ExtractiveGenerator:
         text = " ".join(
             _cited(quoted, s.n, strips[s.n][s.position].shows) for s, quoted in zip(chosen, _named_once(chosen, strips))
         )
+        if not chosen:  # nothing left to quote (a guard: the selection above keeps the best sentence)
+            return not_found(self.name)
         if max(s.score for s in chosen) < floor:
             # A relevant passage that states no answer: offered as related, not answered (and so
             # never proposed as a corpus addition).

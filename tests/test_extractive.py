@@ -119,3 +119,15 @@ def test_a_far_better_sentence_of_another_passage_takes_the_place_of_the_lead_we
     assert making_room(lead, [merely], accept=0.88, floor=0.03, max_sentences=3) == lead
     accepted = [Sentence(0, "It is available as UniCurses.", 0.3, n=1)] * 3  # a judge calibrated low accepts it
     assert making_room(accepted, [ported], accept=0.2, floor=0.03, max_sentences=3) == accepted
+
+
+def test_when_the_lead_gives_way_whole_the_answer_is_the_other_passage_never_nothing():
+    """A 500 ("max() arg is an empty sequence"): the lead's every sentence made room for another
+    passage's three-sentence strip, which then did not join an answer of nothing chosen."""
+    lead = [Sentence(0, "The server reads its configuration at start.", 0.1, n=1),
+            Sentence(1, "Settings are case-insensitive.", 0.05, n=1)]  # fmt: skip
+    three = Sentence(3, "The default is one second. It may be changed. A restart is not needed.", 0.6, n=2)
+    kept = making_room(lead, [three], accept=0.88, floor=0.03, max_sentences=3)
+    assert kept == [] and others_joining(kept, [three], floor=0.03, max_sentences=3) == [three]
+    four = Sentence(3, "One. Two. Three. Four.", 0.6, n=2)  # would not fit even alone: the lead stays
+    assert making_room(lead, [four], accept=0.88, floor=0.03, max_sentences=3) == lead
