@@ -17,13 +17,15 @@ them; --throughput empties the collection first and times ingestion end to end, 
 included, against the raw embedding throughput of the same chunk inputs). The questions
 (benchmarks/<set>_docs/questions.jsonl, README beside it) are asked through the HTTP API (POST
 /api/v1/query, mode fast, top_k 8) as a signed-in reader. Reported per part:
-- answerable: a gold string in the answer; answers stating one (not "no passage states...");
+- answerable: a gold string in an answer that states one (found true; a gold string inside "Sources
+  disagree" or "no passage states..." is counted apart, as withheld); answers stating one;
 - unanswerable: the share answered "not found" (found false), and the action taken;
 - HTTP 5xx; answers over 3 sentences; latency p50/p95 of the whole request;
 - boilerplate: chunks holding the site's navigation chrome (the set's `chrome` strings, which the
   page template puts around every page) or a heading's anchor glyph; for Markdown, markup no
   reader sees (comments, link targets and definitions).
-Tune on "tune"; the floors are read on "held_out". Writes benchmarks/results/docs_qa[_apache|_nodejs][_tune].json
+The "held_out" parts of all three sets have been looked at and choices made on them (rules fixed
+for their misses): they are tune data too now, and no figure here is one of a manual left unseen. Writes benchmarks/results/docs_qa[_apache|_nodejs][_tune].json
 and .png.
 """
 
@@ -183,7 +185,8 @@ def main() -> None:
         return response, (time.perf_counter() - started) * 1000
 
     ask("warm up: what is a list?")
-    answerable = {"asked": 0, "gold_in_answer": 0, "stated": 0, "gold_in_evidence": 0, "actions": Counter()}
+    answerable = {"asked": 0, "gold_in_answer": 0, "gold_in_unstated_answer": 0, "stated": 0, "gold_in_evidence": 0,
+                  "actions": Counter()}  # fmt: skip
     unanswerable = {"asked": 0, "not_found": 0, "actions": Counter()}
     errors, long_answers, latencies, rows = 0, 0, [], []
     stages: dict[str, list[float]] = {}
@@ -204,7 +207,11 @@ def main() -> None:
                "found": body.get("found"), "answer": answer, "ms": round(ms), "sentences": sentences}  # fmt: skip
         if q["answerable"]:
             answerable["asked"] += 1
-            answerable["gold_in_answer"] += (hit := has_gold(answer, q["gold"]))
+            # Only an answer that states something counts: a gold string inside "Sources disagree…"
+            # or "No passage states…" (found false) was withheld from the reader, not given.
+            quoted = has_gold(answer, q["gold"])
+            answerable["gold_in_answer"] += (hit := quoted and bool(body.get("found")))
+            answerable["gold_in_unstated_answer"] += quoted and not body.get("found")
             answerable["stated"] += bool(body.get("found"))
             answerable["gold_in_evidence"] += any(has_gold(e["text"], q["gold"]) for e in body.get("evidence", []))
             answerable["actions"][body.get("action")] += 1
