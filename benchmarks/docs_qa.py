@@ -9,7 +9,7 @@
   reference definitions and fenced code. Its tune part is looked at, its held-out part only reported.
 
     apt-get install python3-doc apache2-doc nodejs
-    .venv/bin/python benchmarks/docs_qa.py [--set python|apache|nodejs] [--part held_out|tune|all] [--throughput]
+    .venv/bin/python benchmarks/docs_qa.py [--set python|apache|nodejs|bash|git|sqlite] [--part held_out|tune|all] [--throughput]
 
 The pages in benchmarks/<set>_docs/pages.txt are read from the package's folder with Cairn's own
 extractor and ingested into the set's collection of the `cairn_bench` database (a re-run reuses
@@ -80,6 +80,13 @@ SETS = {
         environ="CAIRN_NODEJS_DOCS", folder=ROOT / "benchmarks" / "nodejs_docs", collection="nodedocs",
         result="docs_qa_nodejs",
         chrome=("<!--", "-->", "](http", "](#", "]: http", "]: #", ".md#"),
+    ),
+    "bash": DocSet(
+        name="Bash manual", package="bash-doc", pages=Path("/usr/share/doc/bash"),
+        environ="CAIRN_BASH_DOCS", folder=ROOT / "benchmarks" / "bash_docs", collection="bashdocs",
+        result="docs_qa_bash",
+        chrome=("Next: ", "Previous: ", "Up: ", "[Contents]", "[Index]", "Jump to:", "Index Entry",
+                "Table of Contents"),
     ),
 }  # fmt: skip
 LONG_ANSWER_SENTENCES = 3
