@@ -88,6 +88,11 @@ SETS = {
         chrome=("Next: ", "Previous: ", "Up: ", "[Contents]", "[Index]", "Jump to:", "Index Entry",
                 "Table of Contents"),
     ),
+    "git": DocSet(
+        name="Git docs", package="git-doc", pages=Path("/usr/share/doc/git-doc"),
+        environ="CAIRN_GIT_DOCS", folder=ROOT / "benchmarks" / "git_docs", collection="gitdocs",
+        result="docs_qa_git", chrome=("Last updated", "Table of Contents"),
+    ),
 }  # fmt: skip
 LONG_ANSWER_SENTENCES = 3
 
