@@ -80,10 +80,45 @@ def unfinished_markup_as_text(raw: str) -> str:
     return raw[: last + 1] + raw[last + 1 :].replace("<", "&lt;")
 
 
+# HTML leaves some end tags optional: a browser ends an open <p> where the next <p> opens, an <li>
+# at the next <li>, and so on, where html.parser nests the next one inside it. Opening tag: (the open
+# elements it ends, the elements whose insides it cannot reach out of).
+_PARAGRAPH_SCOPE = {"html", "body", "table", "caption", "td", "th", "button", "object", "template", "div", "li", "dd", "dt",
+           "blockquote", "section", "article", "aside", "header", "footer", "nav", "main", "figure", "details",
+           "form"}  # fmt: skip
+_LIST_SCOPE = {"ul", "ol", "menu", "dl", "table", "html", "body"}
+_IMPLIED_END = {
+    "p": ({"p"}, _PARAGRAPH_SCOPE),
+    "li": ({"li"}, _LIST_SCOPE),
+    "dt": ({"dt", "dd"}, _LIST_SCOPE),
+    "dd": ({"dt", "dd"}, _LIST_SCOPE),
+    "tr": ({"tr"}, {"table", "thead", "tbody", "tfoot", "html", "body"}),
+    "td": ({"td", "th"}, {"tr", "table", "html", "body"}),
+    "th": ({"td", "th"}, {"tr", "table", "html", "body"}),
+}
+
+
+class _Soup(BeautifulSoup):
+    """html.parser's tree with a browser's implied end tags (_IMPLIED_END). SQLite's result-code page,
+    148 paragraphs never closed, was 150 elements deep and refused, its release notes (lists of <li>
+    never closed) too; a page of them is as deep as it is long."""
+
+    def handle_starttag(self, name, *args, **kwargs):
+        if implied := _IMPLIED_END.get(name):
+            ends, scope = implied
+            tag = self.currentTag
+            while tag is not None and tag.name not in scope:
+                if tag.name in ends:
+                    self.handle_endtag(tag.name)
+                    break
+                tag = tag.parent
+        return super().handle_starttag(name, *args, **kwargs)
+
+
 def html_to_blocks(raw: str) -> tuple[str, str]:
     """(title, block text) of an HTML page. Raises NavigationPage for a page that is mostly links,
     TooDeep for one nested deeper than MAX_DEPTH."""
-    soup = BeautifulSoup(unfinished_markup_as_text(raw), "html.parser")
+    soup = _Soup(unfinished_markup_as_text(raw), "html.parser")
     if _deeper_than(soup, MAX_DEPTH):
         raise TooDeep(f"its elements are nested more than {MAX_DEPTH} deep")
     page_title = _squash(soup.title.get_text(" ")) if soup.title else ""  # DocBook's "4.&nbsp;Memcheck" too

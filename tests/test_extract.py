@@ -53,7 +53,7 @@ def test_broken_pdf_raises_a_clear_error(tmp_path):
     ("markup", "reason"),
     [
         ("<p>Intro</p><![<![ <p>Outro</p>", "the parser rejected the markup"),
-        ("<p>" * 1500, "nested more than 100 deep"),
+        ("<div>" * 1500, "nested more than 100 deep"),
     ],
 )
 def test_html_the_reader_cannot_walk_is_refused_with_a_reason(tmp_path, markup, reason):
@@ -61,6 +61,25 @@ def test_html_the_reader_cannot_walk_is_refused_with_a_reason(tmp_path, markup, 
     page.write_text(markup)
     with pytest.raises(ExtractionError, match=reason):
         list(extract_file(page))
+
+
+def test_paragraphs_and_items_never_closed_are_read_as_a_browser_shows_them(tmp_path):
+    """HTML leaves </p> and </li> optional; html.parser nested each unclosed one in the one before: a
+    page of 150 such paragraphs (SQLite's result codes) was refused as nested too deep, and list items
+    ran together."""
+    codes = "".join(f"<p>Result code {n} means the operation failed for reason {n}.\n" for n in range(300))
+    page = tmp_path / "rescode.html"
+    page.write_text(
+        f"<html><head><title>Result Codes</title></head><body><h1>Result Codes</h1>{codes}"
+        "<h2>Primary codes</h2><p>The first <b>eight</b> bits are the primary code.<p>Done."
+        "<ul><li>Copy the database file.<li>Relinquish the shared lock.</ul></body></html>"
+    )
+    (document,) = list(extract_file(page))
+    paragraphs = document.text.split("\n\n")
+    assert "Result code 0 means the operation failed for reason 0." in paragraphs
+    assert "Result code 299 means the operation failed for reason 299." in paragraphs
+    assert "## Primary codes" in paragraphs and "The first eight bits are the primary code." in paragraphs
+    assert "- Copy the database file." in paragraphs and "- Relinquish the shared lock." in paragraphs
 
 
 def test_jsonl_yields_documents_and_names_bad_lines(tmp_path):
