@@ -93,6 +93,13 @@ SETS = {
         environ="CAIRN_GIT_DOCS", folder=ROOT / "benchmarks" / "git_docs", collection="gitdocs",
         result="docs_qa_git", chrome=("Last updated", "Table of Contents"),
     ),
+    "sqlite": DocSet(
+        name="SQLite docs", package="sqlite3-doc", pages=Path("/usr/share/doc/sqlite3"),
+        environ="CAIRN_SQLITE_DOCS", folder=ROOT / "benchmarks" / "sqlite_docs", collection="sqlitedocs",
+        result="docs_qa_sqlite",
+        chrome=("Small. Fast. Reliable.", "Choose any three.", "This page last modified on",
+                "See also lists of Objects, Constants, and Functions.", "SQLite C Interface"),
+    ),
 }  # fmt: skip
 LONG_ANSWER_SENTENCES = 3
 
