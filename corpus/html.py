@@ -238,8 +238,13 @@ def _emit(element: Tag, blocks: list[str]) -> None:
         elif name == "pre":
             # One <pre> may hold the same example in several <code> flavours (Node.js: ES module
             # and CommonJS): each keeps its own lines, not the last of one glued to the next's first.
+            # Only when the <pre> is nothing but its <code>s: a transcript's typed commands sit between
+            # its output's <code>s (DocBook: <code class="computeroutput">$ </code><strong
+            # class="userinput"><code>sudo apt-get …</code></strong>), and read as flavours, every
+            # command was lost and "$ " kept.
             codes = child.find_all("code", recursive=False)
-            flavours = [c.get_text() for c in codes] if len(codes) > 1 else [child.get_text()]
+            only_codes = all(isinstance(c, Tag) and c.name == "code" for c in child.children if _has_text(c))
+            flavours = [c.get_text() for c in codes] if len(codes) > 1 and only_codes else [child.get_text()]
             _emit_code("\n\n".join(f.strip("\n") for f in flavours if f.strip()), blocks)
         elif (lines := _code_lines(child)) is not None:
             _emit_code(lines, blocks)
