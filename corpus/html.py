@@ -210,8 +210,11 @@ def _is_link_dense(tag: Tag) -> bool:
     link_texts = [_squash(a.get_text(" ")) for a in links]
     if len(links) >= LINK_DENSE_MIN_LINKS and text and sum(map(len, link_texts)) / len(text) >= LINK_DENSE:
         return True
-    if tag.name in ("td", "li"):
-        return False  # a cell or item of real content may be a pair of links
+    if tag.name in ("td", "li", "ul", "ol", "dl"):
+        # A cell or item of real content may be a pair of links, and a short list a few: Node.js's
+        # "`buffer` <string> | <Buffer> | <TypedArray> The bytes to decode." / "Returns: <string>"
+        # read as a link bar and went. A list that is a menu is mostly links (the test above).
+        return False
     unlinked = _words(text) - sum(map(_words, link_texts))  # "|", "»" and "/" between links are no words
     return unlinked <= SHORT_LINK_BAR_WORDS and not re.search(r"[.!?:;,]$", text)
 
