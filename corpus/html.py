@@ -184,7 +184,11 @@ def holds_prose(tag: Tag) -> bool:
     text = _squash(tag.get_text(" "))
     linked = sum(_words(_squash(a.get_text(" "))) for a in tag.find_all("a"))
     unlinked = _words(text) - linked
-    return unlinked >= PROSE_WORDS and unlinked > linked and re.search(r"\w[.!?](?:\s|$)", text) is not None
+    # A sentence's end: its last word, maybe a closing bracket or quote, then the stop ("RFC 2822 ."
+    # is how a link before the period reads here).
+    return (
+        unlinked >= PROSE_WORDS and unlinked > linked and re.search(r"\w[\s)\]\"'’”]*[.!?](?:\s|$)", text) is not None
+    )
 
 
 def _main_root(soup: BeautifulSoup) -> Tag:

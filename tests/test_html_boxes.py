@@ -85,3 +85,13 @@ def test_a_sites_sidebar_of_links_is_still_navigation():
         '<aside class="topic"><p class="topic-title">Contents</p><ul><li><a href="#c">Steps</a></li></ul></aside>'
         "<h1>Install</h1><p>Run the installer as root.</p>"
     ) == ["# Install", "Run the installer as root."]
+
+
+def test_a_sphinx_footnote_is_content():
+    # docutils sets footnotes in <aside>; a link before the period ("RFC 2822.") still ends a sentence.
+    assert blocks(
+        '<h1>email.utils</h1><p>Returns the offset.</p><aside class="footnote-list brackets">'
+        '<aside class="footnote brackets" id="id2" role="note"><span class="label">[<a href="#id1">1</a>]</span>'
+        '<p>The sign of the offset is the opposite of the time module\'s, which follows <a href="#r">RFC 2822</a>.</p>'
+        "</aside></aside>"
+    )[2:] == ["[1]", "The sign of the offset is the opposite of the time module's, which follows RFC 2822."]
