@@ -10,12 +10,18 @@ corpus.chunking.parse_blocks reads back:
 - definition lists as ``term`` followed by ``: definition`` lines (Pandoc's syntax), so a setting's
   "The default is replica." stays under ``wal_level``;
 - table rows as ``| Header: cell; Header: cell`` (cells never glued, each with its header);
-- ``pre`` blocks fenced with ``````` and kept verbatim.
+- ``pre`` blocks fenced with ``````` and kept verbatim (a transcript's typed commands with their prompts);
+- boxes set in the text (tips, notes, warnings, sidebars, asides, "> **Note**" blockquotes) under
+  their own title: "Note:" before the box's text when the title only names its kind, the title as
+  the term of the box's paragraphs when it names a subject ("TIP: Incremental updates").
 
 Boilerplate is detected, not configured per site: semantic elements and ARIA roles (nav, header,
-footer, aside; navigation, banner, contentinfo, search), class/id words used for navigation
-(menu, breadcrumb, sidebar, related, toc...), and link-dense blocks (mostly link text). A page that
-is mostly links (an A-Z index, a table of contents) is refused as a navigation page.
+footer; navigation, banner, contentinfo, search), class/id words used for navigation (menu,
+breadcrumb, related, toc...), and link-dense blocks (mostly link text). An <aside> or a "sidebar"
+is a manual's box as often as a site's column of links: it is navigation only when it holds no
+prose (holds_prose). A page that is mostly links (an A-Z index, a table of contents) is refused as
+a navigation page. benchmarks/extraction_coverage.py measures what is kept against what a browser
+shows.
 
 Built on BeautifulSoup rather than a news-article extractor (trafilatura, readability): those score
 paragraphs of prose and drop the definition lists, tables and code that manuals are made of.
