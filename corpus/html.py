@@ -10,12 +10,18 @@ corpus.chunking.parse_blocks reads back:
 - definition lists as ``term`` followed by ``: definition`` lines (Pandoc's syntax), so a setting's
   "The default is replica." stays under ``wal_level``;
 - table rows as ``| Header: cell; Header: cell`` (cells never glued, each with its header);
-- ``pre`` blocks fenced with ``````` and kept verbatim.
+- ``pre`` blocks fenced with ``````` and kept verbatim (a transcript's typed commands with their prompts);
+- boxes set in the text (tips, notes, warnings, sidebars, asides, "> **Note**" blockquotes) under
+  their own title: "Note:" before the box's text when the title only names its kind, the title as
+  the term of the box's paragraphs when it names a subject ("TIP: Incremental updates").
 
 Boilerplate is detected, not configured per site: semantic elements and ARIA roles (nav, header,
-footer, aside; navigation, banner, contentinfo, search), class/id words used for navigation
-(menu, breadcrumb, sidebar, related, toc...), and link-dense blocks (mostly link text). A page that
-is mostly links (an A-Z index, a table of contents) is refused as a navigation page.
+footer; navigation, banner, contentinfo, search), class/id words used for navigation (menu,
+breadcrumb, related, toc...), and link-dense blocks (mostly link text). An <aside> or a "sidebar"
+is a manual's box as often as a site's column of links: it is navigation only when it holds no
+prose (holds_prose). A page that is mostly links (an A-Z index, a table of contents) is refused as
+a navigation page. benchmarks/extraction_coverage.py measures what is kept against what a browser
+shows.
 
 Built on BeautifulSoup rather than a news-article extractor (trafilatura, readability): those score
 paragraphs of prose and drop the definition lists, tables and code that manuals are made of.
@@ -30,21 +36,33 @@ from bs4 import BeautifulSoup, Comment, NavigableString, Tag
 from corpus.chunking import row_text
 
 _DROP_TAGS = (
-    "head", "script", "style", "noscript", "template", "svg", "title", "nav", "aside", "footer",
+    "head", "script", "style", "noscript", "template", "svg", "title", "nav", "footer",
     "form", "button", "input", "select", "textarea", "iframe", "object", "embed", "canvas", "map",
 )  # fmt: skip
-_DROP_ROLES = {"navigation", "banner", "contentinfo", "search", "complementary", "menu", "menubar", "toolbar"}
+_DROP_ROLES = {"navigation", "banner", "contentinfo", "search", "menu", "menubar", "toolbar"}
 # Whole class/id tokens (split on - and _) that name navigation, and substrings that only navigation uses.
 _NAV_TOKENS = {
-    "nav", "navbar", "navigation", "menu", "breadcrumb", "breadcrumbs", "sidebar", "related", "toc",
+    "nav", "navbar", "navigation", "menu", "breadcrumb", "breadcrumbs", "related", "toc",
     "pagination", "pager", "skip", "cookie", "cookies", "banner", "masthead", "share", "social",
     "footer", "header", "topbar", "headerlink", "prevnext", "searchbox", "switcher", "placeholder",
 }  # fmt: skip
-_NAV_SUBSTRINGS = ("sidebar", "navbar", "breadcrumb", "navigation", "footer", "menu-wrapper", "switcher")
+_NAV_SUBSTRINGS = ("navbar", "breadcrumb", "navigation", "footer", "menu-wrapper", "switcher")
+# A box set beside the text: a manual's tip or note (DocBook's <div class="sidebar">, Sphinx's
+# <aside class="sidebar">) as often as a site's column of links. Its class does not say which: its
+# text does (holds_prose).
+_BESIDE = "sidebar"
+# Class words of the boxes a manual sets inside its text: DocBook's and Sphinx's admonitions, GitHub's
+# "markdown-alert", callouts. A title that is only one of these names the box's kind, not its subject.
+_BOX_KINDS = {
+    "note", "tip", "hint", "warning", "caution", "important", "attention", "danger", "error", "seealso",
+    "admonition", "callout", "alert", "sidebar", "topic",
+}  # fmt: skip
+_KIND_TITLES = _BOX_KINDS | {"see also", "example", "remark", "info", "todo"}
+PROSE_WORDS = 8  # a box holds prose when it has at least this many words outside its links, and a sentence
 _CODE_TAGS = {"code", "tt", "kbd", "samp"}
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCKS = {
-    "p", "div", "section", "article", "main", "blockquote", "figure", "figcaption", "details", "summary",
+    "p", "div", "section", "article", "aside", "main", "blockquote", "figure", "figcaption", "details", "summary",
     "ul", "ol", "li", "dl", "dt", "dd", "table", "pre", "hr", "br", "center", "address", "fieldset", "body",
     *_HEADINGS,
 }  # fmt: skip
@@ -174,6 +192,8 @@ def _is_boilerplate(tag: Tag) -> bool:
         return False
     if tag.get("role") in _DROP_ROLES or tag.get("aria-hidden") == "true" or tag.has_attr("hidden"):
         return True
+    if tag.name == "aside" or tag.get("role") == "complementary":
+        return not holds_prose(tag)
     if tag.name == "header" and not tag.find(["h1", "h2"]):
         return True  # a page header (logo, menu); an article's header holds its title
     if tag.name == "a" and _ANCHOR_GLYPH.match(tag.get_text()):
@@ -182,14 +202,34 @@ def _is_boilerplate(tag: Tag) -> bool:
         return False  # an inline element's class says how it looks ("toc-backref" on a heading's link)
     if tag.find(["h1", "h2"]) is not None:
         return False  # a "card-header" or "section-header" holding a page or section title is content
+    beside = False
     for name in _classes(tag):
         tokens = re.split(r"[-_\s]+", name)
+        if "title" in tokens:
+            return False  # a box's title ("sidebar-title", "topic-title"): the box is judged, not its title
         if any(s in name for s in _NAV_SUBSTRINGS) or _NAV_TOKENS & set(tokens):
             return True
         if any(t.startswith("nav") for t in tokens):  # navheader, navfooter, nav-links
             return True
+        beside = beside or _BESIDE in name
     label = " ".join(str(tag.get(a, "")) for a in ("summary", "aria-label")).lower()
-    return any(word in label for word in ("navigation", "breadcrumb", "table of contents", "pagination"))
+    if any(word in label for word in ("navigation", "breadcrumb", "table of contents", "pagination")):
+        return True
+    return beside and not holds_prose(tag)
+
+
+def holds_prose(tag: Tag) -> bool:
+    """Does a box hold sentences of its own (a tip, a note), not links or a widget (a site's sidebar,
+    a table of contents)? At least PROSE_WORDS words outside its links, more than inside them, and
+    one sentence's end."""
+    text = _squash(tag.get_text(" "))
+    linked = sum(_words(_squash(a.get_text(" "))) for a in tag.find_all("a"))
+    unlinked = _words(text) - linked
+    # A sentence's end: its last word, maybe a closing bracket or quote, then the stop ("RFC 2822 ."
+    # is how a link before the period reads here).
+    return (
+        unlinked >= PROSE_WORDS and unlinked > linked and re.search(r"\w[\s)\]\"'’”]*[.!?](?:\s|$)", text) is not None
+    )
 
 
 def _main_root(soup: BeautifulSoup) -> Tag:
@@ -215,8 +255,11 @@ def _is_link_dense(tag: Tag) -> bool:
     link_texts = [_squash(a.get_text(" ")) for a in links]
     if len(links) >= LINK_DENSE_MIN_LINKS and text and sum(map(len, link_texts)) / len(text) >= LINK_DENSE:
         return True
-    if tag.name in ("td", "li"):
-        return False  # a cell or item of real content may be a pair of links
+    if tag.name in ("td", "li", "ul", "ol", "dl"):
+        # A cell or item of real content may be a pair of links, and a short list a few: Node.js's
+        # "`buffer` <string> | <Buffer> | <TypedArray> The bytes to decode." / "Returns: <string>"
+        # read as a link bar and went. A list that is a menu is mostly links (the test above).
+        return False
     unlinked = _words(text) - sum(map(_words, link_texts))  # "|", "»" and "/" between links are no words
     return unlinked <= SHORT_LINK_BAR_WORDS and not re.search(r"[.!?:;,]$", text)
 
@@ -263,7 +306,9 @@ def _emit(element: Tag, blocks: list[str]) -> None:
             run.append(_text(child))
             continue
         flush()
-        if name in _HEADINGS:
+        if _is_box(child):
+            _emit_box(child, blocks)
+        elif name in _HEADINGS:
             if not (text := _squash(_text(child))):
                 continue
             if _titles_a_box(child):
@@ -273,8 +318,13 @@ def _emit(element: Tag, blocks: list[str]) -> None:
         elif name == "pre":
             # One <pre> may hold the same example in several <code> flavours (Node.js: ES module
             # and CommonJS): each keeps its own lines, not the last of one glued to the next's first.
+            # Only when the <pre> is nothing but its <code>s: a transcript's typed commands sit between
+            # its output's <code>s (DocBook: <code class="computeroutput">$ </code><strong
+            # class="userinput"><code>sudo apt-get …</code></strong>), and read as flavours, every
+            # command was lost and "$ " kept.
             codes = child.find_all("code", recursive=False)
-            flavours = [c.get_text() for c in codes] if len(codes) > 1 else [child.get_text()]
+            only_codes = all(isinstance(c, Tag) and c.name == "code" for c in child.children if _has_text(c))
+            flavours = [c.get_text() for c in codes] if len(codes) > 1 and only_codes else [child.get_text()]
             _emit_code("\n\n".join(f.strip("\n") for f in flavours if f.strip()), blocks)
         elif (lines := _code_lines(child)) is not None:
             _emit_code(lines, blocks)
@@ -289,6 +339,80 @@ def _emit(element: Tag, blocks: list[str]) -> None:
         else:
             _emit(child, blocks)
     flush()
+
+
+def _is_box(element: Tag) -> bool:
+    """A note, tip, warning or sidebar set in the text: an admonition's class word, an <aside> (one
+    of links went with the navigation), or a blockquote that opens with a bold label ("> **Note**")."""
+    if element.name == "aside":
+        return True
+    if element.name == "blockquote":
+        first = next((c for c in element.children if _has_text(c)), None)
+        return isinstance(first, Tag) and first.name == "p" and _bold_label(first) is not None
+    if element.name not in ("div", "section"):
+        return False
+    return any(_BOX_KINDS & set(re.split(r"[-_\s]+", name)) for name in _classes(element) if name != element.get("id"))
+
+
+def _bold_label(paragraph: Tag) -> Tag | None:
+    """The <strong> or <b> that is all of a paragraph's text (a rendered "**Note**"), else None."""
+    kids = [c for c in paragraph.children if _has_text(c)]
+    if len(kids) == 1 and isinstance(kids[0], Tag) and kids[0].name in ("strong", "b"):
+        return kids[0]
+    return None
+
+
+def _box_title(box: Tag) -> Tag | None:
+    """The element that titles a box: the one its text opens with, when it is a heading, has a
+    "title" class word (DocBook's p.title, Sphinx's p.admonition-title) or is a bold label."""
+    first = next((s for s in box.descendants if isinstance(s, NavigableString) and s.strip()), None)
+    if first is None:
+        return None
+    for parent in first.parents:
+        if parent is box:
+            return None
+        names = {t for name in _classes(parent) for t in re.split(r"[-_\s]+", name)}
+        if parent.name in _HEADINGS or "title" in names or (parent.name == "p" and _bold_label(parent)):
+            return parent
+    return None
+
+
+def _title_text(title: Tag) -> str:
+    """A box's title on one line; a kind set in capitals before it is its label ("TIP: Incremental
+    updates", DocBook's <em>TIP</em> Incremental updates)."""
+    node = title
+    while len(kids := [c for c in node.children if _has_text(c)]) == 1 and isinstance(kids[0], Tag):
+        node = kids[0]
+    if len(kids) > 1 and isinstance(kids[0], Tag):
+        label = _squash(_text(kids[0]))
+        rest = _squash("".join(_text(k) if isinstance(k, Tag) else str(k) for k in kids[1:]))
+        if rest and label.isupper() and not label.endswith((":", ".")):
+            return f"{label}: {rest}"
+    return _squash(_text(title))
+
+
+def _emit_box(box: Tag, blocks: list[str]) -> None:
+    """A box's blocks under its title. A title that only names the box's kind ("Note", "Warning")
+    opens its text as "Note:", and the section's heading stays the label of the box's sentences; a
+    title that names its subject ("TIP: Incremental updates") is their label, as a term is of its
+    definitions ("TIP: Incremental updates" / ": The apt command downloads…")."""
+    title_tag = _box_title(box)
+    title = _title_text(title_tag) if title_tag is not None else ""
+    if title_tag is not None:
+        title_tag.extract()
+    inner: list[str] = []
+    _emit(box, inner)
+    if not title or not inner:
+        blocks.extend(inner)  # a title over nothing (a table of contents whose links went) says nothing
+        return
+    kinds = {t for name in _classes(box) for t in re.split(r"[-_\s]+", name)} | _KIND_TITLES
+    bare = title.rstrip(":").strip()
+    if bare.lower() in kinds or not _is_paragraph(inner[0]):
+        blocks.append(f"{bare}:")
+        blocks.extend(inner)
+        return
+    blocks.append(bare)
+    blocks.extend(f": {block}" if _is_paragraph(block) else block for block in inner)
 
 
 BOX_WORDS = 200  # a note or example box is short; a section followed by stray text is not

@@ -306,3 +306,15 @@ def test_markdown_html_reads_as_rendered(tmp_path):
     assert "The upload exceeds the team's quota of 5\xa0GB; ask for *more* at https://help.example.com." in md.text
     assert "Plan: team; Quota: 5 GB" in md.text
     assert md.text.endswith("After the table.")
+
+
+def test_a_short_list_of_parameters_with_type_links_is_content(tmp_path):
+    # Node.js's parameter lists link every type; with few words besides, the list read as a link bar.
+    page = html_document(
+        tmp_path,
+        "StringDecoder",
+        "<h1>StringDecoder</h1><h4>stringDecoder.end([buffer])</h4>"
+        '<ul><li><code>buffer</code> <a href="#s">&lt;string&gt;</a> | <a href="#b">&lt;Buffer&gt;</a> | '
+        '<a href="#d">&lt;DataView&gt;</a> The bytes to decode.</li><li>Returns: <a href="#s">&lt;string&gt;</a></li></ul>',
+    )
+    assert "- buffer <string> | <Buffer> | <DataView> The bytes to decode.\n\n- Returns: <string>" in page.text
