@@ -110,3 +110,35 @@ def check_set(
         print("PROBLEM:", problem)
     print("OK" if not problems else f"{len(problems)} problem(s)")
     return 1 if problems else 0
+
+
+def gold_outside_extracted_text(docs: Path, questions: list[dict]) -> list[str]:
+    """Each answerable question's gold strings in the text Cairn's extractor makes of its page
+    (whitespace collapsed, lower-cased), so that a miss cannot be put down to extraction: the
+    problems, a page the extractor refuses among them."""
+    import os
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    from corpus.extract import ExtractedDocument, ExtractionError, extract_file
+
+    problems: list[str] = []
+    texts: dict[str, str] = {}
+    for q in questions:
+        if not q["answerable"]:
+            continue
+        page = q["page"]
+        if page not in texts:
+            try:
+                extracted = [d for d in extract_file(docs / page, source=page) if isinstance(d, ExtractedDocument)]
+            except ExtractionError as exc:
+                problems.append(f"{q['id']}: Cairn's extractor refuses {page}: {exc}")
+                extracted = []
+            texts[page] = norm(" ".join(d.text for d in extracted))
+        problems += [f"{q['id']}: gold {g!r} not in Cairn's extracted text of {page}"
+                     for g in q["gold"] if norm(g) not in texts[page]]  # fmt: skip
+    return problems

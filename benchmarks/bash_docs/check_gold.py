@@ -13,7 +13,6 @@ questions is in both parts, and that each gold string survives Cairn's extractor
 """
 
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -21,9 +20,8 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
-from gold_check import PARTS, check_set, norm, without_code  # noqa: E402
+from gold_check import PARTS, check_set, gold_outside_extracted_text, norm, without_code  # noqa: E402
 
 DEFAULT_DOCS = Path("/usr/share/doc/bash")
 # Texinfo's page furniture, not content: the "Next: … Previous: … Up: … [Contents][Index]" bar
@@ -82,29 +80,6 @@ def check_sections(docs: Path, questions: list[dict]) -> tuple[list[str], Counte
     return problems, tally
 
 
-def check_extracted(docs: Path, questions: list[dict]) -> list[str]:
-    """Each gold string in the text Cairn's extractor makes of its page."""
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
-    from corpus.extract import ExtractedDocument, extract_file
-
-    problems: list[str] = []
-    texts: dict[str, str] = {}
-    for q in questions:
-        if not q["answerable"]:
-            continue
-        page = q["page"]
-        if page not in texts:
-            docs_out = list(extract_file(docs / page, source=page))
-            texts[page] = norm(" ".join(d.text for d in docs_out if isinstance(d, ExtractedDocument)))
-        problems += [f"{q['id']}: gold {g!r} not in Cairn's extracted text of {page}"
-                     for g in q["gold"] if norm(g) not in texts[page]]  # fmt: skip
-    return problems
-
-
 if __name__ == "__main__":
     docs = (Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DOCS).resolve()
     status = check_set(HERE, docs=docs, everything=docs, prefix="bs", main_text=main_text,
@@ -114,7 +89,7 @@ if __name__ == "__main__":
     print(f"\n{'chapter':<32}{'tune':>6}{'held_out':>10}")
     for c in sorted({c for c, _ in tally}):
         print(f"{c:<32}{tally[(c, 'tune')]:>6}{tally[(c, 'held_out')]:>10}")
-    problems += check_extracted(docs, questions)
+    problems += gold_outside_extracted_text(docs, questions)
     for problem in problems:
         print("PROBLEM:", problem)
     print("sections and extraction:", "OK" if not problems else f"{len(problems)} problem(s)")

@@ -14,16 +14,14 @@ Exits non-zero on any problem.
 """
 
 import json
-import os
 import sys
 from pathlib import Path
 
 from bs4 import BeautifulSoup
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
-from gold_check import check_set, norm, without_code  # noqa: E402
+from gold_check import check_set, gold_outside_extracted_text, norm, without_code  # noqa: E402
 
 DEFAULT_DOCS = Path("/usr/share/doc/git-doc")
 
@@ -94,30 +92,6 @@ def extra_checks(docs: Path) -> list[str]:
     return problems
 
 
-def extraction_checks(docs: Path) -> list[str]:
-    """Every gold string is in the text Cairn's extractor makes of its page (whitespace collapsed,
-    lower-cased), so that a miss can't be put down to extraction."""
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
-    from corpus.extract import ExtractedDocument, extract_file
-
-    problems, texts = [], {}
-    for q in questions():
-        if not q["answerable"]:
-            continue
-        page = q["page"]
-        if page not in texts:
-            docs_out = list(extract_file(docs / page, source=page))
-            texts[page] = norm(" ".join(d.text for d in docs_out if isinstance(d, ExtractedDocument)))
-        problems += [f"{q['id']}: gold {g!r} not in Cairn's extracted text of {page}" for g in q["gold"]
-                     if norm(g) not in texts[page]]  # fmt: skip
-    print(f"extraction: {len(texts)} pages extracted with corpus.extract.extract_file")
-    return problems
-
-
 if __name__ == "__main__":
     args = sys.argv[1:]
     extract = "--no-extract" not in args
@@ -127,7 +101,7 @@ if __name__ == "__main__":
                        every_page=False)  # fmt: skip
     problems = extra_checks(docs)
     if extract:
-        problems += extraction_checks(docs)
+        problems += gold_outside_extracted_text(docs, questions())
     for problem in problems:
         print("PROBLEM:", problem)
     print(f"{len(problems)} more problem(s) (group, AsciiDoc and extraction checks)" if problems else "more checks OK")
