@@ -47,8 +47,8 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("CAIRN
 # address), and only from the proxies below (accounts/addresses.py).
 CAIRN_PROXY_COUNT = env_int("CAIRN_PROXY_COUNT", 0, minimum=0)
 # The proxies whose forwarded headers are believed: X-Forwarded-For and X-Forwarded-Proto here
-# (accounts/addresses.py), and by gunicorn (config/gunicorn.py reads the same variable). Addresses or networks; "*" believes anyone,
-# which is safe only where nothing but the proxy can reach the server.
+# (accounts/addresses.py), and by gunicorn (config/gunicorn.py reads the same variable). Addresses
+# or networks; "*" believes anyone, which is safe only where nothing but the proxy can reach it.
 CAIRN_FORWARDED_ALLOW_IPS = env_list("CAIRN_FORWARDED_ALLOW_IPS", ["127.0.0.1", "::1"])
 for _proxy in set(CAIRN_FORWARDED_ALLOW_IPS) - {"*"}:
     try:
