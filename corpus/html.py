@@ -46,6 +46,7 @@ _NAV_TOKENS = {
     "pagination", "pager", "skip", "cookie", "cookies", "banner", "masthead", "share", "social",
     "footer", "header", "topbar", "headerlink", "prevnext", "searchbox", "switcher", "placeholder",
 }  # fmt: skip
+_WORD_BREAK = re.compile(r"[-_\s]+")  # between the words of a class name ("admonition-title")
 _NAV_SUBSTRINGS = ("navbar", "breadcrumb", "navigation", "footer", "menu-wrapper", "switcher")
 # A box set beside the text: a manual's tip or note (DocBook's <div class="sidebar">, Sphinx's
 # <aside class="sidebar">) as often as a site's column of links. Its class does not say which: its
@@ -101,9 +102,10 @@ def unfinished_markup_as_text(raw: str) -> str:
 # HTML leaves some end tags optional: a browser ends an open <p> where the next <p> opens, an <li>
 # at the next <li>, and so on, where html.parser nests the next one inside it. Opening tag: (the open
 # elements it ends, the elements whose insides it cannot reach out of).
-_PARAGRAPH_SCOPE = {"html", "body", "table", "caption", "td", "th", "button", "object", "template", "div", "li", "dd", "dt",
-           "blockquote", "section", "article", "aside", "header", "footer", "nav", "main", "figure", "details",
-           "form"}  # fmt: skip
+_PARAGRAPH_SCOPE = {
+    "html", "body", "table", "caption", "td", "th", "button", "object", "template", "div", "li", "dd", "dt",
+    "blockquote", "section", "article", "aside", "header", "footer", "nav", "main", "figure", "details", "form",
+}  # fmt: skip
 _LIST_SCOPE = {"ul", "ol", "menu", "dl", "table", "html", "body"}
 _IMPLIED_END = {
     "p": ({"p"}, _PARAGRAPH_SCOPE),
@@ -179,12 +181,17 @@ def _deeper_than(root: Tag, limit: int) -> bool:
     return False
 
 
-def _classes(tag: Tag) -> list[str]:
+def _classes(tag: Tag, *, with_id: bool = True) -> list[str]:
     names = tag.get("class") or []
     names = names.split() if isinstance(names, str) else list(names)
-    if tag.get("id"):
+    if with_id and tag.get("id"):
         names.append(str(tag["id"]))
     return [n.lower() for n in names]
+
+
+def _class_words(tag: Tag, *, with_id: bool = True) -> set[str]:
+    """The words of a tag's class names (and id): "admonition-title" is admonition and title."""
+    return {word for name in _classes(tag, with_id=with_id) for word in _WORD_BREAK.split(name)}
 
 
 def _is_boilerplate(tag: Tag) -> bool:
@@ -204,7 +211,7 @@ def _is_boilerplate(tag: Tag) -> bool:
         return False  # a "card-header" or "section-header" holding a page or section title is content
     beside = False
     for name in _classes(tag):
-        tokens = re.split(r"[-_\s]+", name)
+        tokens = _WORD_BREAK.split(name)
         if "title" in tokens:
             return False  # a box's title ("sidebar-title", "topic-title"): the box is judged, not its title
         if any(s in name for s in _NAV_SUBSTRINGS) or _NAV_TOKENS & set(tokens):
@@ -351,7 +358,7 @@ def _is_box(element: Tag) -> bool:
         return isinstance(first, Tag) and first.name == "p" and _bold_label(first) is not None
     if element.name not in ("div", "section"):
         return False
-    return any(_BOX_KINDS & set(re.split(r"[-_\s]+", name)) for name in _classes(element) if name != element.get("id"))
+    return bool(_BOX_KINDS & _class_words(element, with_id=False))
 
 
 def _bold_label(paragraph: Tag) -> Tag | None:
@@ -371,8 +378,7 @@ def _box_title(box: Tag) -> Tag | None:
     for parent in first.parents:
         if parent is box:
             return None
-        names = {t for name in _classes(parent) for t in re.split(r"[-_\s]+", name)}
-        if parent.name in _HEADINGS or "title" in names or (parent.name == "p" and _bold_label(parent)):
+        if parent.name in _HEADINGS or "title" in _class_words(parent) or (parent.name == "p" and _bold_label(parent)):
             return parent
     return None
 
@@ -405,7 +411,7 @@ def _emit_box(box: Tag, blocks: list[str]) -> None:
     if not title or not inner:
         blocks.extend(inner)  # a title over nothing (a table of contents whose links went) says nothing
         return
-    kinds = {t for name in _classes(box) for t in re.split(r"[-_\s]+", name)} | _KIND_TITLES
+    kinds = _class_words(box) | _KIND_TITLES
     bare = title.rstrip(":").strip()
     if bare.lower() in kinds or not _is_paragraph(inner[0]):
         blocks.append(f"{bare}:")
