@@ -122,7 +122,15 @@ def _generated_restorable(document: Document) -> None:
             "document", f"document {document.id} rests on evidence that is no longer active",
             status_code=status.HTTP_409_CONFLICT,
         )  # fmt: skip
-    document.requires_collections.set(Collection.objects.filter(documents__in=evidence).distinct())
+    readers_of_evidence_only(document, writeback)
+
+
+def readers_of_evidence_only(document: Document, writeback: WriteBack) -> None:
+    """`document`, which publishes `writeback`, is readable only by readers of every collection its
+    evidence is in now: it must not widen access to any of them (Document.requires_collections)."""
+    document.requires_collections.set(
+        Collection.objects.filter(documents__in=writeback.evidence_documents.all()).distinct()
+    )
 
 
 def document_move(

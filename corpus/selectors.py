@@ -82,17 +82,21 @@ def documents_curated_by(*, user: User) -> QuerySet[Document]:
     return documents_within(collections_curated_by(user=user), active=False)
 
 
+def collections_quoted_by(documents) -> set[int]:
+    """The collections whose text `documents` (a queryset or ids) show: their own, and for a
+    published answer (a generated document) the collections it quotes in turn."""
+    ids = documents.values("id") if isinstance(documents, QuerySet) else list(documents)
+    own = Document.objects.filter(id__in=ids).values_list("collection_id", flat=True)
+    quoted = Document.requires_collections.through.objects.filter(document_id__in=ids)
+    return set(own) | set(quoted.values_list("collection_id", flat=True))
+
+
 def writeback_collection_ids(writeback: WriteBack) -> set[int]:
-    """The collections a write-back shows text of: its own, and those its evidence came from (and
-    their evidence in turn, for a published answer). Whoever sees the write-back curates them all
-    (writebacks_within), so whatever it is shown beside must come from them alone."""
+    """The collections a write-back shows text of: its own, and those its evidence quotes
+    (collections_quoted_by). Whoever sees the write-back curates them all (writebacks_within), so
+    whatever it is shown beside must come from them alone."""
     evidence = writeback.evidence_documents.all() if writeback.pk else Document.objects.none()
-    quoted = Document.requires_collections.through.objects.filter(document__in=evidence)
-    return (
-        {writeback.collection_id}
-        | set(evidence.values_list("collection_id", flat=True))
-        | set(quoted.values_list("collection_id", flat=True))
-    )
+    return {writeback.collection_id} | collections_quoted_by(evidence)
 
 
 def writebacks_within(collections) -> QuerySet[WriteBack]:

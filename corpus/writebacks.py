@@ -21,6 +21,7 @@ from corpus.audit import audit
 from corpus.citations import without_citations
 from corpus.embedder import Embedder
 from corpus.extract import ExtractedDocument
+from corpus.lineage import readers_of_evidence_only
 from corpus.models import Collection, Document, WriteBack, WriteBackAsking
 from corpus.services import WRITEBACK_SOURCE_PREFIX, documents_ingest
 
@@ -154,9 +155,7 @@ def writeback_publish(
             embedder=embedder,
         )  # fmt: skip
         document = report.outcomes[0].document
-        document.requires_collections.set(
-            Collection.objects.filter(documents__in=writeback.evidence_documents.all()).distinct()
-        )
+        readers_of_evidence_only(document, writeback)
         now = timezone.now()
         writeback.status, writeback.document, writeback.held, writeback.published_at = (
             WriteBack.Status.PUBLISHED, document, "", now,

@@ -25,7 +25,7 @@ from django.db import transaction
 from corpus.consistency import consistency_score
 from corpus.embedder import get_embedder
 from corpus.models import Document
-from corpus.selectors import Hit, calibrated_relevance_upper, chunk_search, question_terms
+from corpus.selectors import Hit, calibrated_relevance_upper, chunk_search, collections_quoted_by, question_terms
 from corpus.writebacks import writeback_propose
 from pipeline.gate import (
     Action,
@@ -346,7 +346,7 @@ def record(state: QueryState) -> None:
             )
             for c in state.candidates
         )
-        state.record.collections.set(evidence_collections([c.hit for c in state.candidates if c.hit]))
+        state.record.collections.set(collections_quoted_by({c.hit.document_id for c in state.candidates if c.hit}))
         credits_record(
             response_id=state.record.response_id, user=state.user, credited=credited(state),
             question_vector=state.query_vector,
@@ -355,14 +355,6 @@ def record(state: QueryState) -> None:
             writeback, new = proposed
             if new:  # a merged repeat was validated (or is queued) already
                 transaction.on_commit(lambda: writeback_validate_enqueue(writeback.id))
-
-
-def evidence_collections(hits) -> set[int]:
-    """The collections the text of `hits` comes from: their documents' own, and for a published
-    answer (a generated document) the collections it quotes in turn."""
-    ids = {h.collection_id for h in hits}
-    quoted = Document.requires_collections.through.objects.filter(document_id__in={h.document_id for h in hits})
-    return ids | set(quoted.values_list("collection_id", flat=True))
 
 
 def credited(state: QueryState) -> list[tuple[int, float]]:
