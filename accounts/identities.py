@@ -78,7 +78,7 @@ def directory_identity_user(*, issuer: str, subject: str, username: str, via: st
     except IdentityError as exc:
         raise SignInRefused(str(exc)) from exc
     for _ in range(3):  # a concurrent first sign-in of the same identity, or for the same name, may win
-        identity = DirectoryIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+        identity = _bound(issuer, subject)
         if identity is not None:
             user, created = identity.user, False
             break
@@ -106,7 +106,7 @@ def identity_link(*, user, issuer: str, subject: str) -> bool:
     """Bind `subject` at `issuer` to `user`, an operator's decision (audited); False when it already is."""
     issuer, subject = _checked(issuer, subject)
     with transaction.atomic():
-        identity = DirectoryIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+        identity = _bound(issuer, subject)
         if identity is not None and identity.user_id == user.pk:
             return False
         if identity is not None:
@@ -127,6 +127,10 @@ def identity_unlink(*, user, issuer: str, subject: str) -> None:
             raise IdentityError(f"{user.get_username()} is not linked to {issuer} {subject}")
         audit("user.identity", user, summary=f"no longer signs in as {issuer} {subject} (manage.py link_identity)",
               before={"issuer": issuer, "subject": subject})  # fmt: skip
+
+
+def _bound(issuer: str, subject: str) -> DirectoryIdentity | None:
+    return DirectoryIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
 
 
 def _bind(user, issuer: str, subject: str, *, how: str) -> None:

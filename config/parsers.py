@@ -35,10 +35,13 @@ class DepthLimitedJSONParser(JSONParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         view = (parser_context or {}).get("view")
-        limit = getattr(view, "max_body_bytes", None) or settings.CAIRN_MAX_REQUEST_BYTES
+        own = getattr(view, "max_body_bytes", None)
+        limit, setting = (
+            (own, "CAIRN_MAX_UPLOAD_BYTES") if own else (settings.CAIRN_MAX_REQUEST_BYTES, "CAIRN_MAX_REQUEST_BYTES")
+        )
         body = stream.read(limit + 1)
         if len(body) > limit:
-            raise BodyTooLarge(f"The request body is larger than {limit} bytes (CAIRN_MAX_REQUEST_BYTES).")
+            raise BodyTooLarge(f"The request body is larger than {limit} bytes ({setting}).")
         too_deep = ParseError(f"JSON parse error - nested deeper than {settings.CAIRN_JSON_MAX_DEPTH} levels.")
         try:
             data = super().parse(io.BytesIO(body), media_type, parser_context)
