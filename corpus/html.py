@@ -210,7 +210,11 @@ def _is_boilerplate(tag: Tag) -> bool:
     if tag.find(["h1", "h2"]) is not None:
         return False  # a "card-header" or "section-header" holding a page or section title is content
     beside = False
-    for name in _classes(tag):
+    # A section's id is made from its title ("s-session-cookie-age", "select-related"): read as a
+    # class name, "cookie" and "related" dropped Django's session-cookie settings and its
+    # select_related() entry. Only the id of an element that heads no section of its own is
+    # read for navigation words ("site-footer", "main-nav").
+    for name in _classes(tag, with_id=tag.find(list(_HEADINGS), recursive=False) is None):
         tokens = _WORD_BREAK.split(name)
         if "title" in tokens:
             return False  # a box's title ("sidebar-title", "topic-title"): the box is judged, not its title

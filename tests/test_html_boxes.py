@@ -95,3 +95,26 @@ def test_a_sphinx_footnote_is_content():
         '<p>The sign of the offset is the opposite of the time module\'s, which follows <a href="#r">RFC 2822</a>.</p>'
         "</aside></aside>"
     )[2:] == ["[1]", "The sign of the offset is the opposite of the time module's, which follows RFC 2822."]
+
+
+def test_a_section_whose_id_holds_a_navigation_word_is_content():
+    # Sphinx makes a section's id from its title: "s-session-cookie-age" and "select-related" read as
+    # class names ("cookie", "related") dropped Django's session-cookie settings and select_related().
+    assert blocks(
+        '<div class="section" id="s-session-cookie-age"><h3>SESSION_COOKIE_AGE</h3>'
+        "<p>Default: 1209600 (2 weeks, in seconds)</p></div>"
+        '<section id="select-related"><h4>select_related()</h4><p>Returns a QuerySet that follows foreign keys.</p>'
+        "</section>"
+    ) == [
+        "### SESSION_COOKIE_AGE",
+        "Default: 1209600 (2 weeks, in seconds)",
+        "#### select_related()",
+        "Returns a QuerySet that follows foreign keys.",
+    ]
+
+
+def test_an_element_named_for_navigation_by_its_id_is_still_navigation():
+    assert blocks(
+        '<p>The guide starts here.</p><div id="site-footer"><p>Copyright and contact.</p></div>'
+        '<div id="main-nav"><p>Home</p></div>'
+    ) == ["The guide starts here."]
