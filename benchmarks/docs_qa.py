@@ -9,7 +9,7 @@
   reference definitions and fenced code. Its tune part is looked at, its held-out part only reported.
 
     apt-get install python3-doc apache2-doc nodejs
-    .venv/bin/python benchmarks/docs_qa.py [--set python|apache|nodejs|bash|git|sqlite] [--part held_out|tune|all] [--throughput]
+    .venv/bin/python benchmarks/docs_qa.py [--set python|apache|nodejs|bash|git|sqlite|postfix|rust|django] [--part held_out|tune|all] [--throughput]
 
 The pages in benchmarks/<set>_docs/pages.txt are read from the package's folder with Cairn's own
 extractor and ingested into the set's collection of the `cairn_bench` database (a re-run reuses
@@ -100,6 +100,27 @@ SETS = {
         chrome=("Small. Fast. Reliable.", "Choose any three.", "This page last modified on",
                 "See also lists of Objects, Constants, and Functions.", "SQLite C Interface"),
     ),
+    "postfix": DocSet(
+        name="Postfix docs", package="postfix-doc", pages=Path("/usr/share/doc/postfix/html"),
+        environ="CAIRN_POSTFIX_DOCS", folder=ROOT / "benchmarks" / "postfix_docs", collection="postfixdocs",
+        result="docs_qa_postfix",
+        chrome=("The Secure Mailer license must be distributed with this software.", "IBM T.J. Watson Research",
+                "P.O. Box 704", "Yorktown Heights, NY 10598, USA", "111 8th Avenue"),
+    ),
+    "rust": DocSet(
+        name="Rust book and Rust by Example", package="rust-doc", pages=Path("/usr/share/doc/rust-doc/html"),
+        environ="CAIRN_RUST_DOCS", folder=ROOT / "benchmarks" / "rust_docs", collection="rustdocs",
+        result="docs_qa_rust",
+        chrome=("Light (default)", "Search this book ...", "Toggle Table of Contents", "Previous chapter",
+                "Next chapter"),
+    ),
+    "django": DocSet(
+        name="Django docs", package="python-django-doc", pages=Path("/usr/share/doc/python-django-doc/html"),
+        environ="CAIRN_DJANGO_DOCS", folder=ROOT / "benchmarks" / "django_docs", collection="djangodocs",
+        result="docs_qa_django",
+        chrome=("Django 3.2.25 documentation", "Module index", "Previous topic", "Next topic", "Quick search",
+                "Last update:", "¶"),
+    ),
 }  # fmt: skip
 LONG_ANSWER_SENTENCES = 3
 
@@ -157,6 +178,19 @@ def ingest(docs: DocSet, *, fresh: bool) -> dict:
     result["boilerplate_share"] = len(chrome) / max(1, result["chunks"])
     result["boilerplate_examples"] = [t[:200] for t in chrome[:5]]
     return result
+
+
+def evidence_record(evidence: list[dict], gold: list[str]) -> list[dict]:
+    """Why an answer missed, at a glance: each evidence item's title, bucket and relevance, and the
+    strip that holds a gold string, when one does."""
+    record = []
+    for e in evidence:
+        item = {"n": e["n"], "title": e["title"], "bucket": e["bucket"], "relevance": e["relevance"]}
+        if has_gold(e["text"], gold):
+            strip = next((s for s in e.get("strips", []) if has_gold(s["text"], gold)), None)
+            item["gold_strip"] = strip and {"text": strip["text"][:300], "relevance": strip["relevance"]}
+        record.append(item)
+    return record
 
 
 def sentence_count(answer: str) -> int:
@@ -235,6 +269,7 @@ def main() -> None:
             answerable["gold_in_evidence"] += any(has_gold(e["text"], q["gold"]) for e in body.get("evidence", []))
             answerable["actions"][body.get("action")] += 1
             row["gold_in_answer"] = hit
+            row["evidence"] = evidence_record(body.get("evidence", []), q["gold"])
         else:
             unanswerable["asked"] += 1
             unanswerable["not_found"] += not body.get("found")
