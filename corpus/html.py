@@ -214,7 +214,7 @@ def _is_boilerplate(tag: Tag) -> bool:
     # class name, "cookie" and "related" dropped Django's session-cookie settings and its
     # select_related() entry. Only the id of an element that heads no section of its own is
     # read for navigation words ("site-footer", "main-nav").
-    for name in _classes(tag, with_id=tag.find(list(_HEADINGS), recursive=False) is None):
+    for name in _classes(tag, with_id=tag.has_attr("id") and tag.find(list(_HEADINGS), recursive=False) is None):
         tokens = _WORD_BREAK.split(name)
         if "title" in tokens:
             return False  # a box's title ("sidebar-title", "topic-title"): the box is judged, not its title
