@@ -21,7 +21,8 @@ or the other chunks pull it down; one below the upper threshold is never VERIFIE
 - consistency: corpus/consistency.py, scored once at ingestion (external passages: on arrival);
 - agreement: 1 - (share of the candidates it was compared with that contradict it). Only pairs
   that could disagree are compared (both relevant, from different documents, sharing at least
-  two content words, both best strips answers by the answer judge), so a chunk about other facts
+  two content words, both best strips answers by the answer judge, not entries for two different
+  terms), so a chunk about other facts
   neither backs nor dilutes a contradiction. Two candidates contradict
   when the NLI model says so in both directions for their best strips (the shipped model
   over-calls contradiction when the premise is the shorter text; requiring both directions
@@ -349,6 +350,15 @@ def unknown_names(question: str, words: list[str]) -> list[str]:
     return [w for w, n in zip(words, counts, strict=True) if n > 1]
 
 
+def asking_sentence(question: str) -> str:
+    """The question's last sentence, the one that asks ("Which shell option makes…?" after "My loop
+    `for f in *.csv` runs once…"); the whole question when it is one sentence."""
+    from corpus.chunking import split_sentences
+
+    sentences = split_sentences(question)
+    return sentences[-1] if sentences else question
+
+
 def written_as_name(question: str, word: str) -> bool:
     """Is `word` (of `question`) written as a name: capitals after its first letter, a capital not
     opening the question, or part of an identifier (innodb_buffer_pool_size, os.quickcopy)?"""
@@ -392,6 +402,17 @@ def action_for(relevances: list[float], upper: float | None = None) -> Action:
 def could_disagree(a: str, b: str) -> bool:
     """Two strips can only contradict each other about something they both mention."""
     return a != b and len(content_terms(a) & content_terms(b)) >= 2
+
+
+def different_entries(a: Strip, b: Strip) -> bool:
+    """Two strips that define different terms: a manual's entries for two settings, options or
+    functions are about different subjects, and what one says does not dispute the other ("gc.auto:
+    … 6700" and "gc.autoPackLimit: … 50" both hold). Sections and untitled passages are compared."""
+    return bool(a.term and b.term) and _entry_key(a.term) != _entry_key(b.term)
+
+
+def _entry_key(term: str) -> str:
+    return " ".join(re.findall(r"[\w.-]+", term.lower()))
 
 
 def same_document(a: Candidate, b: Candidate) -> bool:
@@ -517,6 +538,7 @@ class Gate:
         pairs = [
             (a, b) for a, b in combinations(relevant, 2)
             if not same_document(a, b) and disputable(a, b) and could_disagree(a.best_strip.text, b.best_strip.text)
+            and not different_entries(a.best_strip, b.best_strip)
         ][: settings.CAIRN_AGREEMENT_MAX_PAIRS]  # fmt: skip
         directed = {(a.best_strip.text, b.best_strip.text) for a, b in pairs}
         todo = sorted((directed | {(b, a) for a, b in directed}) - self._contradiction.keys())
@@ -550,7 +572,14 @@ class Gate:
         todo = [c for c in candidates if c.coverage is None]
         if self.terms is None or not todo:
             return
-        names = unknown_names(self.question, self.terms.absent()) + self.terms.absent_identifiers()
+        # Only a name in the sentence that asks vetoes: the sentences before it set the scene with the
+        # asker's own names ("My backup job runs `pg_dump mydb | gzip`…", "a typo like $DEST_DRI"),
+        # which the manual that answers the question never mentions.
+        asking = asking_sentence(self.question)
+        names = [
+            name for name in unknown_names(self.question, self.terms.absent()) + self.terms.absent_identifiers()
+            if name in asking
+        ]  # fmt: skip
         lexemes = list(self.terms.frequency)
         texts = [f"{c.title}\n{c.text}" for c in todo]
         found_sets = [f | self.terms.parts_held(t) for f, t in zip(terms_found(texts, lexemes), texts, strict=True)]

@@ -307,6 +307,26 @@ def test_agreement_weighs_answers_from_different_documents_only():
     assert [c.contradicted_by for c in two_sources] == [[2], [1]]
 
 
+def test_entries_for_different_terms_are_not_a_dispute():
+    """Two manuals' entries for two settings say different things about different subjects: the
+    pair that contradicts as plain passages is not compared once each is an entry of its own term,
+    and is again when both define the same one."""
+
+    def entry(n: int, text: str, term: str) -> Candidate:
+        c = candidate(n, text)
+        for strip in c.strips:
+            strip.term = strip.label = term
+        return c
+
+    two_terms = [entry(1, TRUE, "first_prize"), entry(2, CONTRADICTING, "second_prize")]
+    g = gate()
+    g.verify(two_terms)
+    assert g._contradiction == {} and [c.contradicted_by for c in two_terms] == [[], []]
+    one_term = [entry(1, TRUE, "first_prize"), entry(2, CONTRADICTING, "First_prize")]
+    gate().verify(one_term)
+    assert [c.contradicted_by for c in one_term] == [[2], [1]]
+
+
 def test_relevance_stacks_the_evaluator_with_the_similarity_the_retrieval_measured():
     """A corpus chunk brings the retrieval's cosine similarity; any other text is embedded by the gate.
     The same text scores lower when told it is far from the question, and with no stack the
@@ -402,3 +422,27 @@ def test_a_chunk_without_the_questions_key_terms_is_not_scored():
     assert answer.relevance is not None and answer.bucket is Bucket.VERIFIED
     assert other.relevance is None and other.trust == 0.0 and other.bucket is Bucket.REJECTED
     assert any("nobel" in note for note in other.notes)
+
+
+@pytest.mark.django_db
+def test_only_a_name_in_the_sentence_that_asks_says_the_corpus_cannot_answer():
+    """The asker's own names set the scene ("My job runs `pg_dump`…"): the manual that answers the
+    question never mentions them. A name in the sentence that asks is what is asked about."""
+    chunk = "The exit status of a pipeline is that of its last command, unless the pipefail option is enabled."
+
+    def coverage_of(question: str, words: dict[str, str], frequency: dict[str, int]) -> Candidate:
+        terms = QuestionTerms(chunks=100, frequency=frequency, words=words, identifiers={"pg_dump": 0})
+        c = candidate(1, chunk)
+        Gate(question, get_relevance_model(), get_entailment_model(), get_answer_judge(), terms=terms).verify([c])
+        return c
+
+    words = {"pipelin": "pipeline", "exit": "exit", "status": "status"}
+    frequency = {"pipelin": 3, "exit": 10, "status": 10}
+    scene = coverage_of(
+        "My backup runs pg_dump piped into gzip. How do I make a pipeline's exit status report any failure?",
+        words,
+        frequency,
+    )
+    assert scene.coverage > 0 and not any("pg_dump" in note for note in scene.notes)
+    asked = coverage_of("How do I make pg_dump's pipeline exit status report any failure?", words, frequency)
+    assert asked.coverage == 0.0 and any("pg_dump" in note for note in asked.notes)
