@@ -25,7 +25,8 @@ from django.conf import settings
 
 from corpus.chunking import split_sentences
 from corpus.citations import citation_numbers, keep_citations
-from pipeline.extractive import OTHER_STRIPS, Sentence, answer_selection, lead_switch, making_room, others_joining
+from pipeline import extractive
+from pipeline.extractive import Sentence, answer_selection, lead_switch, making_room, others_joining
 from pipeline.gate import under
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
@@ -116,7 +117,7 @@ class ExtractiveGenerator:
             return not_found(self.name)
         accept, max_sentences = settings.CAIRN_ANSWER_THRESHOLD, settings.CAIRN_ANSWER_SENTENCES
         lead = evidence[0]  # the best-ranked VERIFIED passage; pipeline/extractive.py says when another leads
-        others = sorted((s for e in evidence[1:] for s in strips[e.n]), key=lambda s: -s.relevance)[:OTHER_STRIPS]
+        others = sorted((s for e in evidence[1:] for s in strips[e.n]), key=lambda s: -s.relevance)[: extractive.OTHER_STRIPS]
         judged = _judged(question, strips[lead.n] + others)  # one call for the lead and the others' best
         lead_sentences, other_sentences = [s for s in judged if s.n == lead.n], [s for s in judged if s.n != lead.n]
         if (switched := lead_switch(lead_sentences, other_sentences, accept=accept)) is not None:
