@@ -238,6 +238,10 @@ def _read_text(suffix: str, raw: str) -> tuple[str, str]:
         from corpus.markdown import read_markdown
 
         return read_markdown(raw)
+    from corpus.manpage import is_manpage, manpage_blocks
+
+    if is_manpage(raw):  # `man ls | col -b` saved as text: sections, paragraphs and options, not one run
+        return "", "\n\n".join(manpage_blocks(raw))
     return _markdown_title(raw), raw
 
 

@@ -34,6 +34,7 @@ import re
 from bs4 import BeautifulSoup, Comment, NavigableString, Tag
 
 from corpus.chunking import row_text
+from corpus.manpage import is_manpage, manpage_blocks
 
 _DROP_TAGS = (
     "head", "script", "style", "noscript", "template", "svg", "title", "nav", "footer",
@@ -326,6 +327,8 @@ def _emit(element: Tag, blocks: list[str]) -> None:
                 blocks.append(text if text.endswith(":") else f"{text}:")  # "Note:", the box's first words
             else:
                 blocks.append(f"{'#' * _HEADINGS[name]} {text}")
+        elif name == "pre" and is_manpage(manual := child.get_text()):
+            blocks.extend(manpage_blocks(manual))  # a manual page laid out by troff: not one code block
         elif name == "pre":
             # One <pre> may hold the same example in several <code> flavours (Node.js: ES module
             # and CommonJS): each keeps its own lines, not the last of one glued to the next's first.
