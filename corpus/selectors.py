@@ -292,14 +292,23 @@ class QuestionTerms:
         """Inverse document frequency: a term few chunks hold says more about what is asked."""
         return math.log((self.chunks + 1) / (self.frequency[lexeme] + 0.5))
 
-    def coverage(self, found: set[str], *, absent_too: bool = False) -> float:
+    def coverage(self, found: set[str], *, absent_too: bool = False, among: set[str] | None = None) -> float:
         """The share of the weight of the question's terms the corpus uses that a text holding
         `found` covers (1 when there are none). Terms the corpus never uses are left out for its
         own chunks (a paraphrase, "nowadays", is no evidence against one; a name is, and the gate
-        reads names apart), counted for a text from outside it (`absent_too`: an external passage)."""
-        present = [t for t, n in self.frequency.items() if n > 0 or absent_too]
+        reads names apart), counted for a text from outside it (`absent_too`: an external passage).
+        With `among`, only those of the question's terms count (the sentence that asks: lexemes_in)."""
+        present = [t for t, n in self.frequency.items() if (n > 0 or absent_too) and (among is None or t in among)]
         total = sum(self.weight(t) for t in present)
         return sum(self.weight(t) for t in present if t in found) / total if total > 0 else 1.0
+
+    def lexemes_in(self, text: str) -> set[str]:
+        """The question's terms the corpus uses whose words, as asked, `text` holds (a part of it)."""
+        lowered = text.lower()
+        return {
+            t for t, word in self.words.items()
+            if self.frequency.get(t) and re.search(rf"(?<!\w){re.escape(word.lower())}(?!\w)", lowered)
+        }  # fmt: skip
 
     # The question's snake_case and dotted names -> chunks holding them as written.
     identifiers: dict[str, int] = field(default_factory=dict)

@@ -244,6 +244,7 @@ def strips_of(text: str, *, min_words: int = 6) -> list[str]:
     return [strip.text for strip in strips_in_context(text, min_words=min_words)]
 
 
+ASKED_TERMS = 2  # terms the corpus uses that a question's last sentence needs to be covered alone
 ECHO_MIN_WORDS = 4  # a shorter question ("what is jazz") is too common a phrase to be an echo
 # A text that restates most of the question (a run of at least ECHO_SHARE of its words, in order)
 # and says at most RESTATEMENT_REST words besides is a restatement with an assertion and nothing
@@ -576,6 +577,11 @@ class Gate:
         # asker's own names ("My backup job runs `pg_dump mydb | gzip`…", "a typo like $DEST_DRI"),
         # which the manual that answers the question never mentions.
         asking = asking_sentence(self.question)
+        # A question of several sentences is covered by a text that holds the one that asks
+        # ("…a spam run left thousands of bounces sitting in the deferred queue. How do I delete
+        # every message in one queue?"), when that sentence has terms enough to say what it asks.
+        asked = self.terms.lexemes_in(asking) if asking != self.question else set()
+        asked = asked if len(asked) >= ASKED_TERMS else set()
         names = [
             name for name in unknown_names(self.question, self.terms.absent()) + self.terms.absent_identifiers()
             if name in asking
@@ -589,7 +595,10 @@ class Gate:
                 candidate.coverage = 0.0
                 candidate.notes.append(f"nothing the asker may read mentions {', '.join(names[:5])}")
                 continue
-            candidate.coverage = round(self.terms.coverage(found, absent_too=external), 4)
+            coverage = self.terms.coverage(found, absent_too=external)
+            if asked:  # the sentence that asks, without the scene the asker set in words no manual uses
+                coverage = max(coverage, self.terms.coverage(found, absent_too=external, among=asked))
+            candidate.coverage = round(coverage, 4)
             if candidate.coverage < settings.CAIRN_COVERAGE_THRESHOLD:
                 missing = sorted(
                     (t for t in lexemes if t not in found and self.terms.frequency[t]), key=self.terms.weight

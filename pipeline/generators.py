@@ -117,7 +117,8 @@ class ExtractiveGenerator:
             return not_found(self.name)
         accept, max_sentences = settings.CAIRN_ANSWER_THRESHOLD, settings.CAIRN_ANSWER_SENTENCES
         lead = evidence[0]  # the best-ranked VERIFIED passage; pipeline/extractive.py says when another leads
-        others = sorted((s for e in evidence[1:] for s in strips[e.n]), key=lambda s: -s.relevance)[: extractive.OTHER_STRIPS]
+        by_relevance = sorted((s for e in evidence[1:] for s in strips[e.n]), key=lambda s: -s.relevance)
+        others = by_relevance[: extractive.OTHER_STRIPS]
         judged = _judged(question, strips[lead.n] + others)  # one call for the lead and the others' best
         lead_sentences, other_sentences = [s for s in judged if s.n == lead.n], [s for s in judged if s.n != lead.n]
         if (switched := lead_switch(lead_sentences, other_sentences, accept=accept)) is not None:

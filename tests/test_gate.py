@@ -446,3 +446,25 @@ def test_only_a_name_in_the_sentence_that_asks_says_the_corpus_cannot_answer():
     assert scene.coverage > 0 and not any("pg_dump" in note for note in scene.notes)
     asked = coverage_of("How do I make pg_dump's pipeline exit status report any failure?", words, frequency)
     assert asked.coverage == 0.0 and any("pg_dump" in note for note in asked.notes)
+
+
+@pytest.mark.django_db
+def test_a_text_holding_the_sentence_that_asks_covers_a_question_of_several_sentences():
+    """The scene is told in words a manual never uses ("spam run", "thousands", "sitting"): they
+    weighed more than the question's own terms, and every chunk fell under the coverage threshold."""
+    chunk = "The postsuper -d ALL deferred command deletes every message in the deferred queue."
+    rare = {"spam": 1, "run": 1, "left": 1, "thousand": 1, "sit": 1, "bounc": 1}  # the scene: rare in the manual
+    asked = {"delet": 20, "everi": 30, "messag": 60, "queue": 40, "command": 50}
+    words = {t: t for t in [*rare, *asked]} | {"delet": "delete", "everi": "every", "messag": "message"}
+
+    def covered(question: str) -> Candidate:
+        terms = QuestionTerms(chunks=100, frequency=rare | asked, words=words, identifiers={})
+        c = candidate(1, chunk)
+        Gate(question, get_relevance_model(), get_entailment_model(), get_answer_judge(), terms=terms).verify([c])
+        return c
+
+    scene = "A spam run left thousand bounc messages sit in the queue."
+    two_sentences = covered(f"{scene} How do I delete every message in one queue with a command?")
+    assert two_sentences.coverage >= settings.CAIRN_COVERAGE_THRESHOLD and two_sentences.relevance is not None
+    one_sentence = covered("A spam run left thousand bounc messages sit in the queue: how do I delete every message?")
+    assert one_sentence.coverage < settings.CAIRN_COVERAGE_THRESHOLD  # one sentence is judged whole, as before
