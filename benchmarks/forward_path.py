@@ -85,12 +85,18 @@ def main() -> None:
     from pipeline.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.services import question_answer
 
-    _collection, user, gold = nq_corpus()
+    collection, user, gold = nq_corpus()
     rows = nq_rows()
     _train, held_out = split(list(range(len(rows))), held_out=HELD_OUT["nq"], seed=SPLIT_SEED)
     questions = calibration_split(held_out)[1][: args.questions]
 
-    ask = lambda index: question_answer(user=user, question=rows[index]["question"], top_k=8, mode="fast")  # noqa: E731
+    # Asked within the NQ collection: a public collection of the same passages (the demo corpus
+    # other benchmarks load) would answer from its copies and read as another passage.
+    def ask(index: int):
+        return question_answer(
+            user=user, question=rows[index]["question"], top_k=8, mode="fast", collections=[collection.slug]
+        )
+
     ask(questions[0])  # load the models before timing
     searx_url, searx_calls = searx_stub()
     present = {"correct_answer": 0, "gold_retrieved": 0, "action_correct_given_gold": 0, "actions": Counter(),

@@ -108,10 +108,16 @@ def main() -> None:
     from pipeline.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.services import question_answer
 
-    _collection, user, _gold = nq_corpus()
+    collection, user, _gold = nq_corpus()
     rows = nq_rows()
     _train, held_out = split(list(range(len(rows))), held_out=HELD_OUT["nq"], seed=SPLIT_SEED)
-    ask = lambda index: question_answer(user=user, question=rows[index]["question"], top_k=8, mode="fast")  # noqa: E731
+
+    def ask(index: int, *also: str):
+        """Asked within the NQ collection (and the poison's): a public collection of the same
+        passages (the demo corpus other benchmarks load) would answer from its own copies."""
+        return question_answer(
+            user=user, question=rows[index]["question"], top_k=8, mode="fast", collections=[collection.slug, *also]
+        )
 
     questions = []
     for index in tqdm(calibration_split(held_out)[1], desc="clean answers", unit="q"):
@@ -141,7 +147,7 @@ def main() -> None:
                     ]  # fmt: skip
                     documents_ingest(collection=poison, documents=documents)
                     for index in tqdm(questions, desc=f"{attack}, {k} poison documents each", unit="q"):
-                        state = ask(index)
+                        state = ask(index, poison.slug)
                         text, found = state.generation.text, state.generation.found
                         attacked = found and has_gold(text, [planted[index]])
                         counts["attack_success"] += attacked
