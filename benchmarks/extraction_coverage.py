@@ -55,6 +55,9 @@ _BLOCKS = {
 _DENSE = {"div", "section", "aside", "ul", "ol", "dl", "table", "p", "td", "li", "details"}
 
 
+_LINE_BROKEN = re.compile(r"([a-z])[-\u2010]\n[ \t]*([a-z])")
+
+
 def words(text: str) -> Counter:
     return Counter(w.lower() for w in _WORD.findall(text))
 
@@ -122,7 +125,9 @@ def visible_words(html: str) -> Counter:
         tag.decompose()
     parts: list[str] = []
     _shown(root, parts)
-    return words("".join(parts))
+    # A word a typesetter broke across lines ("mea-" / "sure" in a troff manual page set in <pre>)
+    # is one word to its reader.
+    return words(_LINE_BROKEN.sub(r"\1\2", "".join(parts)))
 
 
 def rendered_markdown(raw: str) -> str:
