@@ -142,3 +142,18 @@ def gold_outside_extracted_text(docs: Path, questions: list[dict]) -> list[str]:
         problems += [f"{q['id']}: gold {g!r} not in Cairn's extracted text of {page}"
                      for g in q["gold"] if norm(g) not in texts[page]]  # fmt: skip
     return problems
+
+
+def extraction_problems(here: Path, docs: Path, questions: list[dict]) -> list[str]:
+    """Cairn's extractor reads every page of the set's pages.txt, and every gold string is in the
+    text it makes of its page (gold_outside_extracted_text)."""
+    problems = gold_outside_extracted_text(docs, questions)  # sets Cairn up, so its extractor imports
+    from corpus.extract import extract_file
+
+    for page in (here / "pages.txt").read_text().split():
+        try:
+            if not any(getattr(d, "text", "") for d in extract_file(docs / page, source=page)):
+                problems.append(f"extractor gave no text for {page}")
+        except Exception as exc:  # noqa: BLE001 - ExtractionError and the like: report it
+            problems.append(f"extractor failed on {page} ({type(exc).__name__}: {exc})")
+    return problems

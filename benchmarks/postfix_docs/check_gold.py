@@ -24,7 +24,7 @@ from bs4 import BeautifulSoup
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from gold_check import check_set, gold_outside_extracted_text, norm, without_code  # noqa: E402
+from gold_check import check_set, extraction_problems, norm, without_code  # noqa: E402
 
 DEFAULT_DOCS = Path("/usr/share/doc/postfix/html")
 
@@ -159,18 +159,7 @@ def extra_checks(docs: Path) -> list[str]:
 
 
 def extracted_checks(docs: Path) -> list[str]:
-    """Cairn's extractor reads every page in pages.txt, and every gold string is in the text it
-    makes of its page (gold_check.gold_outside_extracted_text)."""
-    problems = gold_outside_extracted_text(docs, questions())  # sets Django up, so the extractor imports
-    from corpus.extract import ExtractedDocument, extract_file
-
-    for page in (HERE / "pages.txt").read_text().split():
-        try:
-            if not any(isinstance(d, ExtractedDocument) and d.text for d in extract_file(docs / page, source=page)):
-                problems.append(f"extractor gave no text for {page}")
-        except Exception as exc:  # noqa: BLE001 - ExtractionError and the like: report it
-            problems.append(f"extractor failed on {page} ({type(exc).__name__}: {exc})")
-    return problems
+    return extraction_problems(HERE, docs, questions())
 
 
 if __name__ == "__main__":
