@@ -48,7 +48,7 @@ from itertools import combinations
 
 from django.conf import settings
 
-from corpus.chunking import sentences_in_context
+from corpus.chunking import sentences_in_context, split_sentences
 from corpus.instructions import addresses_a_model
 from corpus.selectors import Hit
 from pipeline.calibration import relevance_stacked
@@ -354,8 +354,6 @@ def unknown_names(question: str, words: list[str]) -> list[str]:
 def asking_sentence(question: str) -> str:
     """The question's last sentence, the one that asks ("Which shell option makes…?" after "My loop
     `for f in *.csv` runs once…"); the whole question when it is one sentence."""
-    from corpus.chunking import split_sentences
-
     sentences = split_sentences(question)
     return sentences[-1] if sentences else question
 
