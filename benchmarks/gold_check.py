@@ -157,3 +157,26 @@ def extraction_problems(here: Path, docs: Path, questions: list[dict]) -> list[s
         except Exception as exc:  # noqa: BLE001 - ExtractionError and the like: report it
             problems.append(f"extractor failed on {page} ({type(exc).__name__}: {exc})")
     return problems
+
+
+def run_checks(here: Path, *, default_docs: Path, prefix: str, main_text: Callable[[Path], str],
+               group: Callable[[str], str], extra_checks: Callable[[Path], list[str]]) -> int:  # fmt: skip
+    """A set's whole check, as its check_gold.py runs it: check_set, the set's own extra checks,
+    then the extractor pass (extraction_problems; skipped with --no-extract). The manual's folder
+    is the first argument, else `default_docs`. Prints every problem; returns the exit status."""
+    import sys
+
+    args = [a for a in sys.argv[1:] if a != "--no-extract"]
+    docs = (Path(args[0]) if args else default_docs).resolve()
+    status = check_set(here, docs=docs, everything=docs, prefix=prefix, main_text=main_text, group=group)
+    problems = extra_checks(docs)
+    if "--no-extract" not in sys.argv[1:]:
+        lines = (here / "questions.jsonl").read_text().splitlines()
+        extracted = extraction_problems(here, docs, [json.loads(line) for line in lines if line.strip()])
+        if not extracted:
+            print("extractor pass: every page extracted; every gold string is in Cairn's extracted text of its page")
+        problems += extracted
+    for problem in problems:
+        print("PROBLEM:", problem)
+    print(f"{len(problems)} more problem(s) (the set's own checks, extracted text)" if problems else "more checks OK")
+    return 1 if status or problems else 0

@@ -24,7 +24,7 @@ from bs4 import BeautifulSoup
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from gold_check import check_set, extraction_problems, norm, without_code  # noqa: E402
+from gold_check import norm, run_checks, without_code  # noqa: E402
 
 DEFAULT_DOCS = Path("/usr/share/doc/postfix/html")
 
@@ -158,24 +158,6 @@ def extra_checks(docs: Path) -> list[str]:
     return problems
 
 
-def extracted_checks(docs: Path) -> list[str]:
-    return extraction_problems(HERE, docs, questions())
-
-
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    extract = "--no-extract" not in args
-    args = [a for a in args if a != "--no-extract"]
-    docs = (Path(args[0]) if args else DEFAULT_DOCS).resolve()
-    status = check_set(HERE, docs=docs, everything=docs, prefix="pf", main_text=main_text, group=group)
-    problems = extra_checks(docs)
-    if extract:
-        extracted = extracted_checks(docs)
-        if not extracted:
-            print("extractor pass: every page extracted; every gold string is in Cairn's extracted text of its page")
-        problems += extracted
-    for problem in problems:
-        print("PROBLEM:", problem)
-    print(f"{len(problems)} more problem(s) (groups, plain-text READMEs, extracted text)" if problems
-          else "more checks OK")  # fmt: skip
-    sys.exit(1 if status or problems else 0)
+    sys.exit(run_checks(HERE, default_docs=DEFAULT_DOCS, prefix="pf", main_text=main_text, group=group,
+                        extra_checks=extra_checks))  # fmt: skip

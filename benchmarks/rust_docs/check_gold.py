@@ -23,7 +23,7 @@ from bs4 import BeautifulSoup
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from gold_check import check_set, extraction_problems, without_code  # noqa: E402
+from gold_check import run_checks, without_code  # noqa: E402
 
 DEFAULT_DOCS = Path("/usr/share/doc/rust-doc/html")
 
@@ -94,20 +94,6 @@ def extra_checks(docs: Path) -> list[str]:
     return problems
 
 
-def extracted_checks(docs: Path) -> list[str]:
-    return extraction_problems(HERE, docs, questions())
-
-
 if __name__ == "__main__":
-    docs = (Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DOCS).resolve()
-    status = check_set(HERE, docs=docs, everything=docs, prefix="rs", main_text=main_text, group=group)
-    problems = extra_checks(docs)
-    extracted = extracted_checks(docs)
-    problems += extracted
-    if not extracted:
-        print("extractor pass: every page extracted; every gold string is in Cairn's extracted text of its page")
-    for problem in problems:
-        print("PROBLEM:", problem)
-    if problems:
-        print(f"{len(problems)} more problem(s) (groups, pages, extracted text)")
-    sys.exit(1 if status or problems else 0)
+    sys.exit(run_checks(HERE, default_docs=DEFAULT_DOCS, prefix="rs", main_text=main_text, group=group,
+                        extra_checks=extra_checks))  # fmt: skip
