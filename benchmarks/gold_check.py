@@ -36,6 +36,25 @@ def without_code(main) -> str:
     return main.get_text(" ")
 
 
+def questions_of(here: Path) -> list[dict]:
+    """The set's questions (its questions.jsonl)."""
+    return [json.loads(line) for line in (here / "questions.jsonl").read_text().splitlines() if line.strip()]
+
+
+def grouping_problems(here: Path, group: Callable[[str], str], *, per_page: int | None = None) -> list[str]:
+    """pages.txt sorted, every page of it and every answerable question's page in a group (`group`
+    gives "other" for none); with `per_page`, at most that many answerable questions on one page."""
+    pages = (here / "pages.txt").read_text().split()
+    problems = ["pages.txt is not sorted"] if pages != sorted(pages) else []
+    problems += [f"page {p} has no group" for p in pages if group(p) == "other"]
+    answerable = [q for q in questions_of(here) if q["answerable"]]
+    problems += [f"{q['id']}: page {q['page']} has no group" for q in answerable if group(q["page"]) == "other"]
+    if per_page is not None:
+        used = Counter(q["page"] for q in answerable)
+        problems += [f"{n} questions on {page} (at most {per_page})" for page, n in used.items() if n > per_page]
+    return problems
+
+
 def all_docs_text(root: Path) -> str:
     """Tag-stripped text of every HTML page under `root`."""
     parts = []
@@ -61,7 +80,7 @@ def check_set(
         if sorted(pages) != on_disk:
             problems.append(f"pages.txt is not every page ({len(pages)} listed, {len(on_disk)} on disk)")
 
-    questions = [json.loads(line) for line in (here / "questions.jsonl").read_text().splitlines() if line.strip()]
+    questions = questions_of(here)
     if [q["id"] for q in questions] != [f"{prefix}-{n:03d}" for n in range(1, len(questions) + 1)]:
         problems.append(f"ids are not exactly {prefix}-001..{prefix}-NNN in order")
 
@@ -171,8 +190,7 @@ def run_checks(here: Path, *, default_docs: Path, prefix: str, main_text: Callab
     status = check_set(here, docs=docs, everything=docs, prefix=prefix, main_text=main_text, group=group)
     problems = extra_checks(docs)
     if "--no-extract" not in sys.argv[1:]:
-        lines = (here / "questions.jsonl").read_text().splitlines()
-        extracted = extraction_problems(here, docs, [json.loads(line) for line in lines if line.strip()])
+        extracted = extraction_problems(here, docs, questions_of(here))
         if not extracted:
             print("extractor pass: every page extracted; every gold string is in Cairn's extracted text of its page")
         problems += extracted

@@ -13,7 +13,6 @@ page, and reports any page or string that fails; it runs where Django and Cairn'
 loaded and is skipped with a note otherwise. Exits non-zero on any problem.
 """
 
-import json
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from bs4 import BeautifulSoup
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from gold_check import run_checks, without_code  # noqa: E402
+from gold_check import grouping_problems, run_checks, without_code  # noqa: E402
 
 DEFAULT_DOCS = Path("/usr/share/doc/python-django-doc/html")
 
@@ -71,28 +70,14 @@ def group(page: str) -> str:
     return "other"
 
 
-def questions() -> list[dict]:
-    return [json.loads(line) for line in (HERE / "questions.jsonl").read_text().splitlines() if line.strip()]
-
-
 def extra_checks(docs: Path) -> list[str]:
     """pages.txt is sorted, every page in it has a group and none is an index page; every answerable
     question's page has a group and at most 2 questions use it."""
-    problems = []
     pages = (HERE / "pages.txt").read_text().split()
-    if pages != sorted(pages):
-        problems.append("pages.txt is not sorted")
-    problems += [f"page {p} has no group" for p in pages if group(p) == "other"]
-    problems += [f"page {p} is a navigation or index page" for p in pages
-                 if p.endswith(("/index.html", "flattened-index.html")) and p not in CONTENT_INDEXES]  # fmt: skip
-    used: dict[str, int] = {}
-    for q in questions():
-        if q["answerable"]:
-            if group(q["page"]) == "other":
-                problems.append(f"{q['id']}: page {q['page']} has no group")
-            used[q["page"]] = used.get(q["page"], 0) + 1
-    problems += [f"{page} has {n} questions (at most 2)" for page, n in used.items() if n > 2]
-    return problems
+    return grouping_problems(HERE, group, per_page=2) + [
+        f"page {p} is a navigation or index page" for p in pages
+        if p.endswith(("/index.html", "flattened-index.html")) and p not in CONTENT_INDEXES
+    ]  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ gold string is in the text Cairn's own extractor (corpus.extract.extract_file) m
 Exits non-zero on any problem.
 """
 
-import json
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from bs4 import BeautifulSoup
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from gold_check import check_set, gold_outside_extracted_text, norm, without_code  # noqa: E402
+from gold_check import check_set, gold_outside_extracted_text, norm, questions_of, without_code  # noqa: E402
 
 DEFAULT_DOCS = Path("/usr/share/doc/git-doc")
 
@@ -77,16 +76,11 @@ def group(page: str) -> str:
     return PAGE_GROUP.get(page, "other")
 
 
-def questions() -> list[dict]:
-    lines = (HERE / "questions.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
 def extra_checks(docs: Path) -> list[str]:
     """Every page has a group; "absent" terms occur in no AsciiDoc source (*.txt) either."""
     problems = [f"page {p} has no group" for p in (HERE / "pages.txt").read_text().split() if group(p) == "other"]
     sources = "\n".join(norm(p.read_text(encoding="utf-8", errors="replace")) for p in sorted(docs.rglob("*.txt")))
-    for q in questions():
+    for q in questions_of(HERE):
         problems += [f"{q['id']}: key term {t!r} occurs in the AsciiDoc sources" for t in q.get("absent", [])
                      if norm(t) in sources]  # fmt: skip
     return problems
@@ -101,7 +95,7 @@ if __name__ == "__main__":
                        every_page=False)  # fmt: skip
     problems = extra_checks(docs)
     if extract:
-        problems += gold_outside_extracted_text(docs, questions())
+        problems += gold_outside_extracted_text(docs, questions_of(HERE))
     for problem in problems:
         print("PROBLEM:", problem)
     print(f"{len(problems)} more problem(s) (group, AsciiDoc and extraction checks)" if problems else "more checks OK")

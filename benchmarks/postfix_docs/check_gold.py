@@ -15,7 +15,6 @@ on any problem.
 """
 
 import gzip
-import json
 import re
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ from bs4 import BeautifulSoup
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from gold_check import norm, run_checks, without_code  # noqa: E402
+from gold_check import grouping_problems, norm, questions_of, run_checks, without_code  # noqa: E402
 
 DEFAULT_DOCS = Path("/usr/share/doc/postfix/html")
 
@@ -130,29 +129,17 @@ def group(page: str) -> str:
     return PAGE_GROUP.get(page, "other")
 
 
-def questions() -> list[dict]:
-    lines = (HERE / "questions.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
 def extra_checks(docs: Path) -> list[str]:
     """pages.txt sorted, every page and every answerable question's page in a group; "absent" terms
     in none of the plain-text READMEs (DOC_DIR/.., many gzipped) either."""
-    problems = []
-    pages = (HERE / "pages.txt").read_text().split()
-    if pages != sorted(pages):
-        problems.append("pages.txt is not sorted")
-    problems += [f"page {p} has no group" for p in pages if group(p) == "other"]
-    for q in questions():
-        if q["answerable"] and group(q["page"]) == "other":
-            problems.append(f"{q['id']}: page {q['page']} has no group")
+    problems = grouping_problems(HERE, group)
     texts = []
     for path in sorted(docs.parent.iterdir()):  # README.gz, TLS_README.gz, RELEASE_NOTES.gz, PORTING, ...
         if path.is_file() and re.fullmatch(r"[A-Z0-9_.]+(proto)?(\.gz)?", path.name):
             data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
             texts.append(norm(data.decode("utf-8", errors="replace")))
     plain = "\n".join(texts)
-    for q in questions():
+    for q in questions_of(HERE):
         problems += [f"{q['id']}: key term {t!r} occurs in the plain-text READMEs" for t in q.get("absent", [])
                      if norm(t) in plain]  # fmt: skip
     return problems

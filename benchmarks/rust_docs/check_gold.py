@@ -15,7 +15,6 @@ every gold string is also in the text it makes of its page, and reports any page
 fails. Exits non-zero on any problem.
 """
 
-import json
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from bs4 import BeautifulSoup
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from gold_check import run_checks, without_code  # noqa: E402
+from gold_check import grouping_problems, run_checks, without_code  # noqa: E402
 
 DEFAULT_DOCS = Path("/usr/share/doc/rust-doc/html")
 
@@ -72,26 +71,10 @@ def group(page: str) -> str:
     return "other"
 
 
-def questions() -> list[dict]:
-    return [json.loads(line) for line in (HERE / "questions.jsonl").read_text().splitlines() if line.strip()]
-
-
 def extra_checks(docs: Path) -> list[str]:
     """pages.txt is sorted, every page in it has a group, and every answerable question's page
     too; no answerable question shares its page with more than one other."""
-    problems = []
-    pages = (HERE / "pages.txt").read_text().split()
-    if pages != sorted(pages):
-        problems.append("pages.txt is not sorted")
-    problems += [f"page {p} has no group" for p in pages if group(p) == "other"]
-    per_page: dict[str, int] = {}
-    for q in questions():
-        if q["answerable"]:
-            per_page[q["page"]] = per_page.get(q["page"], 0) + 1
-            if group(q["page"]) == "other":
-                problems.append(f"{q['id']}: page {q['page']} has no group")
-    problems += [f"{n} questions on {page} (at most 2)" for page, n in per_page.items() if n > 2]
-    return problems
+    return grouping_problems(HERE, group, per_page=2)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ the text it makes of its page, and reports any page or string that fails; it run
 otherwise. Exits non-zero on any problem.
 """
 
-import json
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from bs4 import BeautifulSoup
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from gold_check import run_checks, without_code  # noqa: E402
+from gold_check import grouping_problems, run_checks, without_code  # noqa: E402
 
 DEFAULT_DOCS = Path("/usr/share/doc/sqlite3")
 
@@ -87,20 +86,8 @@ def group(page: str) -> str:
 
 
 def extra_checks(docs: Path) -> list[str]:
-    """Every page in pages.txt has a group, and every answerable question's page too."""
-    problems = []
-    pages = (HERE / "pages.txt").read_text().split()
-    if pages != sorted(pages):
-        problems.append("pages.txt is not sorted")
-    problems += [f"page {p} has no group" for p in pages if group(p) == "other"]
-    for q in questions():
-        if q["answerable"] and group(q["page"]) == "other":
-            problems.append(f"{q['id']}: page {q['page']} has no group")
-    return problems
-
-
-def questions() -> list[dict]:
-    return [json.loads(line) for line in (HERE / "questions.jsonl").read_text().splitlines() if line.strip()]
+    """pages.txt sorted, every page in it and every answerable question's page in a group."""
+    return grouping_problems(HERE, group)
 
 
 if __name__ == "__main__":
