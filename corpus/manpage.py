@@ -25,7 +25,7 @@ _TERM_MAX_WORDS = 6  # "-c config_dir", "--dry-run", "queue_id": an option's nam
 def is_manpage(text: str) -> bool:
     """Is `text` a manual page as troff lays one out: a NAME section and a DESCRIPTION or SYNOPSIS
     at the margin, their text indented?"""
-    sections = {line.rstrip() for line in text.splitlines() if _at_margin(line) and _SECTION.fullmatch(line.rstrip())}
+    sections = {_section_name(line) for line in text.splitlines()}
     return "NAME" in sections and bool(sections & {"DESCRIPTION", "SYNOPSIS"})
 
 
@@ -48,9 +48,9 @@ def manpage_blocks(text: str) -> list[str]:
     for line in lines:
         if not line.strip():
             flush()
-        elif _at_margin(line) and _SECTION.fullmatch(line.rstrip()):
+        elif name := _section_name(line):
             flush()
-            section, in_definition = line.strip(), False
+            section, in_definition = name, False
             blocks.append(f"## {section}")
         elif _indent(line) < base:  # a subsection's title, set between the margin and the text
             flush()
@@ -91,13 +91,13 @@ def _emit_paragraph(lines: list[str], section: str, base: int, blocks: list[str]
         term, rest = _term(lines, base)
         if term:
             blocks.append(term)
-            blocks.append(f": {_joined(rest)}" if _reads_as_prose(rest) else _code(rest))
+            blocks.append(f": {text}" if _reads_as_prose(text := _joined(rest)) else _code(rest))
             return True
-        blocks.append(_joined(lines) if _reads_as_prose(lines) else _code(lines))
+        blocks.append(text if _reads_as_prose(text := _joined(lines)) else _code(lines))
         return False
     # Deeper than the text: more of an option's description, or an example.
-    if in_definition and _reads_as_prose(lines):
-        blocks.append(f": {_joined(lines)}")
+    if in_definition and _reads_as_prose(text := _joined(lines)):
+        blocks.append(f": {text}")
         return True
     blocks.append(_code(lines))
     return in_definition
@@ -124,9 +124,8 @@ def _term(lines: list[str], base: int) -> tuple[str, list[str]]:
     return "", lines
 
 
-def _reads_as_prose(lines: list[str]) -> bool:
-    """Sentences rather than an example: the text ends a sentence or runs to several words."""
-    text = _joined(lines)
+def _reads_as_prose(text: str) -> bool:
+    """Sentences rather than an example: the (joined) text ends a sentence or runs to several words."""
     return bool(text) and (text[-1] in ".:;?!)" or len(text.split()) >= 8) and "=" not in text.split()[0]
 
 
@@ -159,6 +158,11 @@ def _text_indent(lines: list[str]) -> int:
         elif after_section and line.strip():
             return _indent(line)
     return 0
+
+
+def _section_name(line: str) -> str:
+    """ "DESCRIPTION": a section's name, set at the margin in capitals; "" for any other line."""
+    return line.rstrip() if _at_margin(line) and _SECTION.fullmatch(line.rstrip()) else ""
 
 
 def _indent(line: str) -> int:
