@@ -189,6 +189,10 @@ CAIRN_EMBEDDING_MODEL = env_str("CAIRN_EMBEDDING_MODEL", "")
 CAIRN_EMBEDDING_BATCH_SIZE = env_int("CAIRN_EMBEDDING_BATCH_SIZE", 32, minimum=1)
 CAIRN_WARM_MODELS = env_bool("CAIRN_WARM_MODELS", True)  # web processes load the embedder at start
 CAIRN_TORCH_THREADS = env_int("CAIRN_TORCH_THREADS", 0, minimum=0)  # 0: torch's default
+# Where the embedder, the verifiers and training run (corpus/devices.py): auto takes a CUDA GPU when
+# torch sees one. On a GPU the embedder and the verifiers compute in float16, with 8x the batch
+# sizes set here for the CPU.
+CAIRN_DEVICE = env_choice("CAIRN_DEVICE", "auto", ("auto", "cpu", "cuda"))
 # Verifier models (cross-encoders in local directories; see pipeline/verifiers.py).
 CAIRN_NLI_MODEL = Path(env_str("CAIRN_NLI_MODEL", str(BASE_DIR / "models" / "nli")))
 CAIRN_NLI_LABELS = env_list("CAIRN_NLI_LABELS", ["entailment", "neutral", "contradiction"])  # for unnamed labels
