@@ -15,6 +15,8 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from corpus.devices import device_batch, torch_device
+
 
 class Embedder(Protocol):
     name: str
@@ -50,15 +52,18 @@ class SentenceTransformerEmbedder:
 
         if threads:
             torch.set_num_threads(threads)
+        self.device = torch_device()
         try:
-            self._model = SentenceTransformer(model, device="cpu", local_files_only=True)
+            self._model = SentenceTransformer(model, device=self.device, local_files_only=True)
         except OSError as exc:
             raise ImproperlyConfigured(
                 f"Cannot load the embedding model {model!r} from disk ({exc}). Set CAIRN_EMBEDDING_MODEL "
                 "to a local sentence-transformers model directory, or unset it to use the bundled MiniLM."
             ) from exc
+        if self.device == "cuda":
+            self._model.half()  # converted after loading, as the verifiers do (pipeline/verifiers.py)
         self.name = model
-        self.batch_size = batch_size
+        self.batch_size = device_batch(batch_size, self.device)
         self.tokenizer = self._model.tokenizer
         self.dimension = self._model.get_embedding_dimension()
         with warnings.catch_warnings():
@@ -73,7 +78,10 @@ class SentenceTransformerEmbedder:
         vectors = self._model.encode(
             texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )
-        return vectors.astype(np.float32, copy=False)
+        vectors = vectors.astype(np.float32, copy=False)
+        if self.device == "cuda":  # normalised in float16: again in float32, as stored vectors are
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return vectors
 
     def _embed_one(self, text: str) -> np.ndarray:
         """The query path: one text, no padding, so the traced transformer's plain mean over
@@ -91,9 +99,12 @@ class SentenceTransformerEmbedder:
     def _trace_for_single_texts(self):
         """TorchScript the transformer for one-text calls: it drops the Python overhead of the
         module tree, taking a question from ~12 ms to ~8 ms on a 2-core CPU. Only for models whose
-        pipeline is transformer + mean pooling (+ normalise); others use encode()."""
+        pipeline is transformer + mean pooling (+ normalise); others use encode(). CPU only: measured
+        there, and fed the tokenizer's CPU tensors (encode() moves them to a GPU)."""
         import torch
 
+        if self.device != "cpu":
+            return None
         names = [type(module).__name__ for module in self._model]
         pooling = self._model[1].get_config_dict().get("pooling_mode") if len(names) > 1 else None
         if names[:2] != ["Transformer", "Pooling"] or pooling != "mean" or names[2:] not in ([], ["Normalize"]):
