@@ -167,7 +167,7 @@ def main() -> None:
     from django.conf import settings
 
     from pipeline.model_card import write_model_card
-    from pipeline.verifiers import CrossEncoderEntailment, CrossEncoderRelevance, inference_dtype
+    from pipeline.verifiers import CrossEncoderEntailment, CrossEncoderRelevance
 
     splits = shared_data_splits()
     options = {
@@ -204,7 +204,7 @@ def main() -> None:
         "pairs_per_s"
     ]
 
-    dtype = str(inference_dtype(settings.CAIRN_VERIFIER_DTYPE)).removeprefix("torch.")
+    dtype = str(next(nli._model.parameters()).dtype).removeprefix("torch.")  # as it runs on this device
     result = {"models": paths, "dtype": dtype, "metrics": per_model["nli"] | per_model["relevance"], "speed": speed}
     plot(result, RESULTS / "verifiers.png")
     print(f"wrote {write_result('verifiers', result)} and {RESULTS / 'verifiers.png'}")

@@ -202,7 +202,7 @@ CAIRN_ANSWER_MODEL = Path(env_str("CAIRN_ANSWER_MODEL", str(BASE_DIR / "models" 
 CAIRN_VERIFIER_BATCH_SIZE = env_int("CAIRN_VERIFIER_BATCH_SIZE", 128, minimum=1)  # most pairs in a batch
 CAIRN_VERIFIER_BATCH_TOKENS = env_int("CAIRN_VERIFIER_BATCH_TOKENS", 6144, minimum=64)  # padded tokens per batch
 CAIRN_VERIFIER_MAX_LENGTH = env_int("CAIRN_VERIFIER_MAX_LENGTH", 256, minimum=16)
-# auto: bfloat16 on CPUs with AMX (about 2.7x faster than float32 there), float32 elsewhere.
+# auto: float16 on a GPU, bfloat16 on CPUs with AMX (about 2.7x faster than float32 there), float32 elsewhere.
 CAIRN_VERIFIER_DTYPE = env_choice("CAIRN_VERIFIER_DTYPE", "auto", ("auto", "float32", "bfloat16"))
 # Thresholds from `manage.py calibrate_gate` (pipeline/calibration.py); the environment overrides them.
 CAIRN_CALIBRATION_FILE = Path(env_str("CAIRN_CALIBRATION_FILE", str(BASE_DIR / "models" / "calibration.json")))

@@ -20,6 +20,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from corpus.devices import device_batch, torch_device
 from pipeline.nli_data import LABELS
 
 
@@ -33,12 +34,15 @@ class RelevanceModel(Protocol):
         """Return one score in [0, 1] per passage: how much it helps answer `query`."""
 
 
-def inference_dtype(choice: str):
-    """The torch dtype verifiers compute in. bfloat16 only pays where the CPU has AMX tiles
+def inference_dtype(choice: str, device: str = "cpu"):
+    """The torch dtype verifiers compute in. On the CPU bfloat16 only pays where it has AMX tiles
     (measured: MiniLM-L6 at 189 tokens, 85 pairs/s vs 31 in float32 on 2 cores); without them it
-    is slower than float32. Accuracy is reported for the dtype that runs (benchmarks/verifiers.py)."""
+    is slower than float32. A GPU computes in float16, the dtype the shipped models are stored in.
+    Accuracy is reported for the dtype that runs (benchmarks/verifiers.py)."""
     import torch
 
+    if choice == "auto" and device == "cuda":
+        return torch.float16
     if choice == "auto":
         amx = getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)()
         choice = "bfloat16" if amx else "float32"
@@ -49,6 +53,8 @@ def _load_cross_encoder(path: str, *, setting: str, max_length: int, dtype: str 
     import torch  # heavy: imported here so that migrate, check and the admin never load it
     from sentence_transformers import CrossEncoder
 
+    device = torch_device()
+
     if settings.CAIRN_TORCH_THREADS:
         torch.set_num_threads(settings.CAIRN_TORCH_THREADS)
     if not Path(path).is_dir():
@@ -58,11 +64,11 @@ def _load_cross_encoder(path: str, *, setting: str, max_length: int, dtype: str 
         # the float16 the weights are stored in) switches torch's process-wide default dtype while
         # it builds the model, and a request thread embedding at that moment gets mismatched tensors.
         model = CrossEncoder(
-            path, device="cpu", local_files_only=True, max_length=max_length, model_kwargs={"dtype": torch.float32}
+            path, device=device, local_files_only=True, max_length=max_length, model_kwargs={"dtype": torch.float32}
         )
     except (OSError, ValueError) as exc:
         raise ImproperlyConfigured(f"Cannot load the model in {setting} ({path!r}): {exc}") from exc
-    return model.to(inference_dtype(dtype))
+    return model.to(inference_dtype(dtype, device))
 
 
 # Measured on the Python docs tune questions (relevance of 8 chunks and ~45 strips each, 2 cores):
@@ -104,9 +110,9 @@ def _logits(model, pairs: list[tuple[str, str]], batch_size: int, batch_tokens: 
             convert_to_tensor=True, show_progress_bar=False,
         )  # fmt: skip
         if restored is None:
-            restored = torch.empty((len(pairs), *logits.shape[1:]), dtype=logits.dtype)
+            restored = torch.empty((len(pairs), *logits.shape[1:]), dtype=logits.dtype, device=logits.device)
         restored[group] = logits
-    return restored.float().numpy()
+    return restored.float().cpu().numpy()
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
@@ -135,7 +141,8 @@ class CrossEncoderEntailment:
         if self._model.num_labels != 3:
             raise ImproperlyConfigured(f"CAIRN_NLI_MODEL ({path!r}) has {self._model.num_labels} labels; NLI needs 3.")
         self._order = label_order(self._model.config.id2label, tuple(settings.CAIRN_NLI_LABELS))
-        self.batch_size, self.batch_tokens = batch_size, batch_tokens
+        device = self._model.device.type
+        self.batch_size, self.batch_tokens = device_batch(batch_size, device), device_batch(batch_tokens, device)
 
     def predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         if not pairs:
@@ -154,7 +161,8 @@ class CrossEncoderRelevance:
             raise ImproperlyConfigured(
                 f"{self.SETTING} ({path!r}) has {self._model.num_labels} labels; a scoring model needs 1 or 2."
             )
-        self.batch_size, self.batch_tokens = batch_size, batch_tokens
+        device = self._model.device.type
+        self.batch_size, self.batch_tokens = device_batch(batch_size, device), device_batch(batch_tokens, device)
         # Recent scores by (query, text): one question's path asks for a strip more than once (the
         # gate judges the best strips for agreement, the extractive answer judges them again).
         self._recent: OrderedDict[tuple[str, str], float] = OrderedDict()

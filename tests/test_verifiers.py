@@ -144,3 +144,22 @@ def test_loading_a_verifier_never_switches_torchs_default_dtype(monkeypatch):
     model = CrossEncoderEntailment("models/nli", dtype="bfloat16")
     assert all(dtype == torch.float32 for dtype in switched)
     assert next(model._model.parameters()).dtype == torch.bfloat16
+
+
+def test_the_verifiers_run_on_the_configured_device(monkeypatch):
+    import torch
+    from django.conf import settings
+
+    from corpus.devices import torch_device
+
+    model = verifiers.get_entailment_model()
+    parameter = next(model._model.parameters())
+    assert parameter.device.type == torch_device()
+    if parameter.device.type == "cpu":  # as before CAIRN_DEVICE: the configured batches
+        assert (model.batch_size, model.batch_tokens) == (
+            settings.CAIRN_VERIFIER_BATCH_SIZE,
+            settings.CAIRN_VERIFIER_BATCH_TOKENS,
+        )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with override_settings(CAIRN_DEVICE="cuda"), pytest.raises(ImproperlyConfigured, match="CAIRN_DEVICE"):
+        CrossEncoderRelevance(str(settings.CAIRN_RELEVANCE_MODEL))
