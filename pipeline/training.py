@@ -39,9 +39,11 @@ def train_classifier(config: TrainingConfig, pairs: Sequence[tuple[str, str, int
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    from corpus.devices import torch_device
+
     output = Path(config.output)
     checkpoint = output / "checkpoint"
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch_device()  # CAIRN_DEVICE, as the models trained here will run
     random.seed(config.seed)
     np.random.seed(config.seed)
     torch.manual_seed(config.seed)
