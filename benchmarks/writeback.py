@@ -313,8 +313,9 @@ def run_one(
     from corpus.models import Document, WriteBack, WriteBackAsking
     from corpus.services import collection_get_or_create, documents_ingest
     from corpus.writebacks import same_answer, writeback_publish
+    from pipeline.grounding import answer_sentences
     from pipeline.services import question_answer
-    from pipeline.validation import answer_sentences, proposed_text, writeback_validate
+    from pipeline.validation import proposed_text, writeback_validate
 
     stream, test = sample["stream"], sample["test"]
     hallucinated_replay = sample["hallucinated"]  # question -> bool (HaluEval)
@@ -517,7 +518,8 @@ def validation_cost(runs: int, user) -> dict:
     from corpus.models import Chunk
     from corpus.services import collection_get_or_create, documents_ingest
     from corpus.writebacks import writeback_propose
-    from pipeline.validation import answer_sentences, validate
+    from pipeline.grounding import answer_sentences
+    from pipeline.validation import validate
 
     held_out, _ = load_rows("nq")
     rows = random.Random(0).sample(held_out, 8)

@@ -274,11 +274,23 @@ CAIRN_SEARCH_MAX_RESULTS = env_int("CAIRN_SEARCH_MAX_RESULTS", 5, minimum=1)
 CAIRN_SEARCH_TRUSTED_DOMAINS = env_list("CAIRN_SEARCH_TRUSTED_DOMAINS", [])
 
 # --- Generation ------------------------------------------------------------------------------
-CAIRN_GENERATOR = env_choice("CAIRN_GENERATOR", "extractive", ("extractive", "ollama"))  # for mode=standard
+CAIRN_GENERATOR = env_choice("CAIRN_GENERATOR", "extractive", ("extractive", "ollama", "openai"))  # mode=standard
 CAIRN_GENERATOR_OVERRIDE = env_bool("CAIRN_GENERATOR_OVERRIDE", True)  # may a query pick its generator?
 OLLAMA_HOST = env_str("OLLAMA_HOST", "http://127.0.0.1:11434")
 CAIRN_OLLAMA_MODEL = env_str("CAIRN_OLLAMA_MODEL", "llama3.2:3b")
 CAIRN_OLLAMA_TIMEOUT = env_float("CAIRN_OLLAMA_TIMEOUT", 60.0, minimum=0.1)
+# Any server that speaks OpenAI's chat-completions API (vLLM, llama.cpp's server, LM Studio, LocalAI,
+# TGI): its base URL up to /v1. The timeout bounds both a silent gap and the whole answer.
+CAIRN_OPENAI_BASE_URL = env_str("CAIRN_OPENAI_BASE_URL", "")
+CAIRN_OPENAI_MODEL = env_str("CAIRN_OPENAI_MODEL", "")
+CAIRN_OPENAI_API_KEY = env_str("CAIRN_OPENAI_API_KEY", "")
+CAIRN_OPENAI_TIMEOUT = env_float("CAIRN_OPENAI_TIMEOUT", 60.0, minimum=0.1)
+# The model's context window in tokens, and the part of it kept for the answer: evidence that would
+# not fit is dropped, weakest first, before the server would truncate the prompt.
+CAIRN_OPENAI_CONTEXT = env_int("CAIRN_OPENAI_CONTEXT", 8192, minimum=512)
+CAIRN_OPENAI_MAX_TOKENS = env_int("CAIRN_OPENAI_MAX_TOKENS", 512, minimum=16)
+# The LLM deep mode and query rewriting use: the standard generator when it is one, else this.
+CAIRN_LLM = env_choice("CAIRN_LLM", "openai" if CAIRN_OPENAI_BASE_URL else "ollama", ("ollama", "openai"))
 CAIRN_DEEP_AGREEMENT = env_float("CAIRN_DEEP_AGREEMENT", 0.7, minimum=0.0, maximum=1.0)
 CAIRN_DEEP_MAX_ITERATIONS = env_int("CAIRN_DEEP_MAX_ITERATIONS", 5, minimum=0)
 CAIRN_DEEP_KEEP = env_int("CAIRN_DEEP_KEEP", 8, minimum=1)  # evidence kept between iterations

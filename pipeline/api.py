@@ -72,12 +72,17 @@ class AnswerSerializer(serializers.ModelSerializer):
         help_text="Critiques of rejected answers to similar questions, given to the generator.",
     )
     timings_ms = serializers.DictField(child=serializers.FloatField())
+    sentences = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="An LLM's sentences as the output gate judged them (sentence, claim, cited, entailment, "
+        "scores by evidence number, verdict shown/unsupported, shown_cited); empty for extractive answers.",
+    )
 
     class Meta:
         model = Answer
         fields = [
             "response_id", "question", "answer", "found", "mode", "action", "generator", "citations", "evidence",
-            "external", "iterations", "agreement", "notes", "warnings", "timings_ms", "created_at",
+            "external", "iterations", "agreement", "notes", "sentences", "warnings", "timings_ms", "created_at",
         ]  # fmt: skip
 
 
@@ -98,7 +103,7 @@ class QueryApi(APIView):
             child=serializers.SlugField(), required=False, allow_empty=False, max_length=100
         )
         mode = serializers.ChoiceField(choices=Answer.Mode.choices, default=Answer.Mode.STANDARD)
-        generator = serializers.ChoiceField(choices=["extractive", "ollama"], required=False)
+        generator = serializers.ChoiceField(choices=["extractive", "ollama", "openai"], required=False)
         stream = serializers.BooleanField(default=False, help_text="Server-sent events (as Accept: text/event-stream).")
 
     @extend_schema(request=QueryInputSerializer, responses={(200, "application/json"): AnswerSerializer})

@@ -14,7 +14,7 @@ class Answer(models.Model):
     class Mode(models.TextChoices):
         FAST = "fast", "fast: gate + extractive"
         STANDARD = "standard", "standard: gate + configured generator"
-        DEEP = "deep", "deep: retroactive loop (Ollama)"
+        DEEP = "deep", "deep: retroactive loop (LLM)"
 
     response_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="answers")
@@ -31,6 +31,10 @@ class Answer(models.Model):
     iterations = models.PositiveIntegerField(null=True, blank=True, help_text="Retroactive loop iterations (deep).")
     agreement = models.FloatField(null=True, blank=True, help_text="Agreement of the two deep-mode answers.")
     notes = models.JSONField(default=list, blank=True, help_text="Fallbacks and corrections, in words.")
+    sentences = models.JSONField(
+        default=list, blank=True,
+        help_text="An LLM's sentences as the output gate judged them: claim, support by evidence, verdict.",
+    )  # fmt: skip
     warnings = models.JSONField(
         default=list, blank=True, help_text="Critiques of similar past answers, passed to the generator."
     )

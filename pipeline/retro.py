@@ -1,4 +1,4 @@
-"""The retroactive loop (seed 001, RetroRAG): deep mode, Ollama only.
+"""The retroactive loop (seed 001, RetroRAG): deep mode, on either LLM (Ollama or an OpenAI-compatible server).
 
 Answer twice (temperature 0 and 1) and measure how much the two agree (NLI entailment both
 ways, averaged). While they disagree (below CAIRN_DEEP_AGREEMENT) and iterations remain
@@ -22,7 +22,7 @@ from django.conf import settings
 
 from corpus.selectors import chunk_search
 from pipeline.gate import Bucket, Candidate, Strip, candidate_from_hit, refine
-from pipeline.generators import Generation, OllamaGenerator, quoted
+from pipeline.generators import LLM, Generation, quoted
 
 
 def answers_agreement(nli, first: str, second: str) -> float:
@@ -81,7 +81,7 @@ def _numbers(citations: str) -> list[int]:
     return [int(n) for n in re.findall(r"\d+", citations)]
 
 
-def _answer_pair(state, generator: OllamaGenerator, evidence) -> tuple[Generation, Generation]:
+def _answer_pair(state, generator: LLM, evidence) -> tuple[Generation, Generation]:
     from pipeline.stages import evidence_texts
 
     texts = evidence_texts(evidence)
@@ -91,7 +91,7 @@ def _answer_pair(state, generator: OllamaGenerator, evidence) -> tuple[Generatio
     )
 
 
-def _infer(state, generator: OllamaGenerator) -> list[Candidate]:
+def _infer(state, generator: LLM) -> list[Candidate]:
     from pipeline.stages import evidence_texts
 
     listing = "\n".join(quoted(f"[{e.n}]", e.text) for e in evidence_texts(state.verified))
@@ -127,7 +127,7 @@ def _infer(state, generator: OllamaGenerator) -> list[Candidate]:
     return kept
 
 
-def _follow_up(state, generator: OllamaGenerator) -> None:
+def _follow_up(state, generator: LLM) -> None:
     from corpus.embedder import get_embedder
 
     query = generator.complete(
@@ -157,7 +157,7 @@ def _follow_up(state, generator: OllamaGenerator) -> None:
     refine(state.candidates)
 
 
-def retroactive_loop(state, generator: OllamaGenerator) -> Generation:
+def retroactive_loop(state, generator: LLM) -> Generation:
     nli = state.gate.nli_model
     first, second = _answer_pair(state, generator, state.verified)
     state.agreement = answers_agreement(nli, first.text, second.text)

@@ -29,7 +29,7 @@ def query_state(
     (pipeline_run or pipeline_events answers it); a CairnError when the request cannot be answered.
 
     `mode`: fast (gate + extractive), standard (gate + CAIRN_GENERATOR or the `generator` asked
-    for, when CAIRN_GENERATOR_OVERRIDE allows), deep (the retroactive loop, Ollama).
+    for, when CAIRN_GENERATOR_OVERRIDE allows), deep (the retroactive loop, on the LLM).
     """
     if generator and not settings.CAIRN_GENERATOR_OVERRIDE:
         raise CairnError(

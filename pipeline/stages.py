@@ -40,16 +40,18 @@ from pipeline.gate import (
 )
 from pipeline.gate import refine as refine_strips
 from pipeline.generators import (
+    LLMS,
     EvidenceText,
     Generation,
     GeneratorUnavailable,
-    OllamaGenerator,
     answer_pieces,
     disagreement,
     get_generator,
+    get_llm,
     not_found,
 )
 from pipeline.models import Answer, Evidence
+from pipeline.output_gate import Withheld, gated
 from pipeline.search import SearchError, get_search_provider, keyword_query, trusted_first
 from pipeline.selectors import critiques_similar
 from pipeline.tasks import writeback_validate_enqueue
@@ -88,7 +90,7 @@ class QueryState:
         if self.mode == Answer.Mode.FAST:
             return "extractive"
         if self.mode == Answer.Mode.DEEP:
-            return "ollama"
+            return get_llm().name
         return self.generator or settings.CAIRN_GENERATOR
 
 
@@ -169,16 +171,16 @@ def correct(state: QueryState) -> None:
 def _search_query(state: QueryState) -> str:
     """Keywords for the external source: the LLM rewrites when the answer uses one, else a
     deterministic extractor does."""
-    if state.generator_name() == "ollama":
+    if state.generator_name() in LLMS:
         try:
-            rewritten = _ollama().complete(
+            rewritten = get_llm().complete(
                 "Rewrite this question as a short web search query of keywords only. Reply with the query alone.\n"
                 f"Question: {state.question}"
             )
             if rewritten:
                 return rewritten.splitlines()[0].strip().strip('"')[:200]
         except GeneratorUnavailable:
-            pass  # the generate stage reports Ollama's absence; keywords still work
+            pass  # the generate stage reports the LLM's absence; keywords still work
     return keyword_query(state.question)
 
 
@@ -211,8 +213,10 @@ RESTART = None  # generating() yields it when a generator failed part-way: what 
 
 
 def generating(state: QueryState) -> Iterator[str | None]:
-    """The generate stage, yielding the answer as it is written: Ollama's tokens as they arrive,
-    the extractive answer sentence by sentence (the deep loop's when it is done)."""
+    """The generate stage, yielding the answer as it is written: an LLM's sentences as each passes
+    the output gate, the extractive answer sentence by sentence (the deep loop's when it is done,
+    gated the same way). A generator that fails, or an answer the gate withholds, gives way to the
+    extractive answer, with RESTART first where text had gone out."""
     name = state.generator_name()
     if (sides := dispute(state)) is not None:
         state.generation = disagreement(
@@ -230,25 +234,37 @@ def generating(state: QueryState) -> Iterator[str | None]:
         if state.mode == Answer.Mode.DEEP:
             from pipeline.retro import retroactive_loop
 
-            state.generation = retroactive_loop(state, _ollama())
-            yield from answer_pieces(state.generation.text)
+            stream = _replayed(retroactive_loop(state, get_llm()))
         else:
             stream = get_generator(name).stream(state.question, evidence_texts(state.verified), warnings=state.warnings)
-            while True:
-                try:
-                    piece = next(stream)
-                except StopIteration as done:
-                    state.generation = done.value
-                    break
-                streamed = True
-                yield piece
-    except GeneratorUnavailable as exc:
-        state.notes.append(f"{name} unavailable, answered extractively instead: {exc}")
+        if name in LLMS:  # a model's own words: checked before anyone reads them
+            stream = gated(state.question, evidence_texts(state.verified), stream)
+        while True:
+            try:
+                piece = next(stream)
+            except StopIteration as done:
+                state.generation = done.value
+                break
+            streamed = True
+            yield piece
+    except (GeneratorUnavailable, Withheld) as exc:
+        if isinstance(exc, Withheld):
+            state.notes.append(f"the {name} answer was withheld, answered extractively instead: {exc.reason}")
+        else:
+            state.notes.append(f"{name} unavailable, answered extractively instead: {exc}")
         if streamed:
             yield RESTART
         state.generation = get_generator("extractive").generate(state.question, evidence_texts(state.verified))
+        state.generation.sentences = getattr(exc, "sentences", [])
         yield from answer_pieces(state.generation.text)
     state.notes += state.generation.notes
+    state.timings_ms.update(state.generation.timings_ms)
+
+
+def _replayed(generation: Generation) -> Iterator[str]:
+    """A finished Generation as a stream: its sentences, then itself."""
+    yield from answer_pieces(generation.text)
+    return generation
 
 
 PREFERRED = {"newer": "newer source", "reputation": "better-rated source"}
@@ -287,10 +303,6 @@ def _preferred_first(sides: list[Candidate]) -> list[Candidate]:
     return sides
 
 
-def _ollama() -> OllamaGenerator:
-    return get_generator("ollama")
-
-
 def record(state: QueryState) -> None:
     generation = state.generation
     cited = set(generation.cited)
@@ -317,6 +329,7 @@ def record(state: QueryState) -> None:
             iterations=state.iterations,
             agreement=state.agreement,
             notes=state.notes,
+            sentences=generation.sentences,
             warnings=state.warnings,
             timings_ms=dict(state.timings_ms),
         )

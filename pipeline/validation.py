@@ -37,7 +37,6 @@ the stricter CAIRN_AUTO_PUBLISH_* bars. Every verdict leaves an audit row and an
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -48,29 +47,13 @@ from pgvector.django import CosineDistance
 
 from config.exceptions import CairnError
 from corpus.audit import audit
-from corpus.chunking import split_sentences
-from corpus.citations import CITATION_MARKER, citation_numbers
 from corpus.embedder import get_embedder
 from corpus.models import Chunk, Document, WriteBack
 from corpus.selectors import documents_within, writeback_collection_ids, writebacks_within
 from corpus.services import embedding_input
 from corpus.writebacks import cap_reason, writeback_publish, writeback_title
-from pipeline.models import Critique, ExperienceLog
-from pipeline.nli_data import claim_from
-from pipeline.verifiers import get_answer_judge, get_entailment_model
-
-SHORT_ANSWER_WORDS = 4  # a sentence this short is an answer fragment: judge the claim it makes
-
-
-@dataclass(frozen=True)
-class SentenceCheck:
-    sentence: str
-    claim: str
-    cited: list[int]
-    entailment: float  # the best over all corpus evidence
-    best_n: int | None
-    source_entailment: float  # the best over evidence from SOURCE documents (the loop guard)
-    verbatim: bool = False  # copied from its evidence: grounded by construction, not by the NLI model
+from pipeline.grounding import SentenceCheck, answer_relevance, answer_sentences, check_grounding, claim_for
+from pipeline.models import Answer, Critique, ExperienceLog
 
 
 @dataclass
@@ -91,59 +74,6 @@ class Validation:
         return not self.critique
 
 
-def answer_sentences(answer: str) -> list[tuple[str, list[int]]]:
-    """Each sentence of a cited answer with the citation numbers it carries, citations removed.
-
-    Citations close what precedes them: "A. [1] B [2]." and "A [1]. B [2]." both give
-    [("A.", [1]), ("B.", [2])], and so do citations after closing quotes, ellipses or
-    abbreviations ('... "Signs." [1]'), where splitting sentences first would hand the citation
-    to the next sentence. Text before a citation but in an earlier sentence is uncited."""
-    parts = CITATION_MARKER.split(answer)  # text, citations, text, citations, ..., text
-    sentences: list[tuple[str, list[int]]] = []
-    for i in range(0, len(parts), 2):
-        text, citations = parts[i], parts[i + 1] if i + 1 < len(parts) else ""
-        if sentences and (stop := re.match(r"\s*([.!?]+)", text)):  # "A [1]." : the stop closes A
-            sentences[-1] = (sentences[-1][0].rstrip() + stop.group(1), sentences[-1][1])
-            text = text[stop.end() :]
-        pieces = [" ".join(p.split()) for p in split_sentences(text) if re.search(r"\w", p)]
-        numbers = citation_numbers(citations)
-        if not pieces:
-            if numbers and sentences:
-                sentences[-1][1].extend(numbers)
-            continue
-        sentences += [(piece, []) for piece in pieces[:-1]]
-        sentences.append((pieces[-1], numbers))
-    return sentences
-
-
-def claim_for(question: str, sentence: str, *, alone: bool) -> str:
-    """The claim an answer sentence makes. A one-sentence answer is judged as claim_from(question,
-    answer): the form the NLI model was trained and the grounding threshold calibrated on. In a
-    longer answer each sentence answers part of the question ("Who leads X and what is its
-    budget?"), so it is judged as it stands, unless it is a fragment ("Delhi.")."""
-    if alone or len(sentence.split()) <= SHORT_ANSWER_WORDS:
-        return claim_from(question, sentence)
-    return sentence
-
-
-def answer_relevance(question: str, sentences: list[tuple[str, list[int]]]) -> float | None:
-    """The answer judge's best score over the answer's sentences that stand alone: one sentence that
-    states the answer is enough, the others may give its context. An answer citing several sources
-    is also judged whole: it may answer a compound question part by part ("Who leads X and what is
-    its budget?": 0.09 and 0.82 by sentence, 0.98 whole). A quote from one source is not: judged
-    whole, a passage's neighbouring sentences lent wrong NQ answers the judge's confidence (wrong
-    share of the accepted 17% against 12%). None when the answer is only fragments ("Delhi."):
-    their claim restates the question, so no judge can tell them from another question's answer
-    (the relevance evaluator: ROC-AUC 0.52 on HaluEval's held-out rows, right answer vs another
-    row's right answer); grounding judges them."""
-    standalone = [s for s, _ in sentences if len(s.split()) > SHORT_ANSWER_WORDS]
-    if not standalone:
-        return None
-    sources = {n for _, cited in sentences for n in cited}
-    texts = standalone + [" ".join(standalone)] if len(sources) > 1 and len(standalone) > 1 else standalone
-    return round(float(max(get_answer_judge().score(question, texts))), 4)
-
-
 def proposed_text(question: str, sentences: list[tuple[str, list[int]]], evidence: list[dict]) -> str:
     """The document a write-back would publish: each sentence as it stands, a fragment as the claim
     it makes ("Delhi." becomes a statement that stands alone), citations resolved to the titles
@@ -157,75 +87,18 @@ def proposed_text(question: str, sentences: list[tuple[str, list[int]]], evidenc
     return " ".join(parts)
 
 
-def _plain(text: str) -> str:
-    """Text as compared word for word: whitespace collapsed, lower case."""
-    return " ".join(text.split()).lower()
-
-
-def verbatim_in(sentence: str, evidence: list[dict]) -> list[int]:
-    """Indices of the evidence that contains `sentence` word for word (whitespace, case and the final
-    stop aside). Only a sentence that stands alone counts: a fragment ("Delhi.") occurs in plenty of
-    text that does not say what the answer claims."""
-    if len(sentence.split()) <= SHORT_ANSWER_WORDS:
-        return []
-    needle = _plain(sentence).rstrip(".!?;:")  # the quote may end where the evidence's sentence goes on
-    return [j for j, e in enumerate(evidence) if needle in _plain(e["text"])]
-
-
-def states_answer(question: str, sentence: str) -> bool:
-    """Does the answer judge accept `sentence` as stating an answer to `question`?"""
-    return float(get_answer_judge().score(question, [sentence])[0]) >= settings.CAIRN_ANSWER_THRESHOLD
-
-
-def check_grounding(question: str, sentences: list[tuple[str, list[int]]], evidence: list[dict]) -> list[SentenceCheck]:
-    """The best entailment of each sentence's claim. A sentence copied from its evidence (`verbatim`)
-    and judged as it stands is grounded by construction (1.0): the NLI model, whose entailment tops
-    out near 0.99, would otherwise let a quote miss the threshold by a thousandth. The rest, cited
-    evidence first: a sentence its own
-    citations already support at the threshold is not searched further (the usual case: 5 NLI
-    pairs for a 5-sentence answer instead of 5 x 8); the others are scored against all evidence,
-    and SOURCE evidence is scored for every sentence only when no sentence has shown source
-    support yet (the loop guard). Each round is one batched call; a skipped pair can only make
-    a sentence's score lower than the full maximum, never let an answer pass."""
-    claims = [claim_for(question, s, alone=len(sentences) == 1) for s, _ in sentences]
-    threshold = settings.CAIRN_GROUNDING_THRESHOLD
-    index_of = {e["n"]: j for j, e in enumerate(evidence)}
-    source = [j for j, e in enumerate(evidence) if e.get("origin") == Document.Origin.SOURCE]
-    scores: list[dict[int, float]] = [{} for _ in claims]
-
-    def score(pairs: list[tuple[int, int]]) -> None:
-        todo = sorted({(i, j) for i, j in pairs if j not in scores[i]})
-        if todo:
-            entail = get_entailment_model().predict([(evidence[j]["text"], claims[i]) for i, j in todo])[:, 0]
-            for (i, j), p in zip(todo, entail.tolist(), strict=True):
-                scores[i][j] = p
-
-    def best(i: int, among=None) -> float:
-        return max((p for j, p in scores[i].items() if among is None or j in among), default=0.0)
-
-    copied = [verbatim_in(sentence, evidence) for sentence, _ in sentences]
-    for i, found in enumerate(copied):
-        # A quote judged as it stands is grounded. A one-sentence answer is judged as its claim about
-        # the question ("Who leads X? <sentence>"), which a quote of another fact does not support:
-        # the answer judge decides whether the quote states the answer; if not, the NLI model judges.
-        if found and (claims[i] == sentences[i][0] or states_answer(question, sentences[i][0])):
-            scores[i].update(dict.fromkeys(found, 1.0))
-    score([(i, index_of[n]) for i, (_, cited) in enumerate(sentences) for n in cited if n in index_of])
-    score([(i, j) for i in range(len(claims)) if best(i) < threshold for j in range(len(evidence))])
-    if not any(best(i, source) >= threshold for i in range(len(claims))):
-        score([(i, j) for i in range(len(claims)) for j in source])
-    checks = []
-    for i, ((sentence, cited), claim) in enumerate(zip(sentences, claims, strict=True)):
-        top = max(scores[i], key=scores[i].get, default=None)
-        checks.append(
-            SentenceCheck(
-                sentence=sentence, claim=claim, cited=cited,
-                entailment=round(scores[i][top], 4) if top is not None else 0.0,
-                best_n=evidence[top]["n"] if top is not None else None,
-                source_entailment=round(best(i, source), 4), verbatim=bool(copied[i]),
-            )
-        )  # fmt: skip
-    return checks
+def gate_scores(writeback: WriteBack, sentences: list[tuple[str, list[int]]]) -> list[dict[int, float]]:
+    """The entailment the output gate scored for each of these sentences, by evidence number, where it
+    judged the same claim (an LLM's answer, unedited): validation does not score it again. The gate
+    scored against the passages as the model saw them (their kept strips), which can only hold less
+    than the whole chunk the snapshot keeps: a reused score errs towards rejection."""
+    recorded = Answer.objects.filter(response_id=writeback.response_id).values_list("sentences", flat=True).first()
+    claims = {r["claim"]: r.get("scores", {}) for r in recorded or [] if r.get("verdict") == "shown"}
+    alone = len(sentences) == 1
+    return [
+        {int(n): p for n, p in claims.get(claim_for(writeback.question, s, alone=alone), {}).items()}
+        for s, _ in sentences
+    ]
 
 
 def attribution_score(sentences: list[tuple[str, list[int]]], used: set[int]) -> tuple[float, list[int], list[str]]:
@@ -280,7 +153,7 @@ def validate(writeback: WriteBack, *, answer: str | None = None) -> Validation:
     origins = {id_: origin for id_, _, origin in rows}
     evidence = [{**e, "origin": origins.get(e.get("document_id"))} for e in writeback.evidence]
     sentences = answer_sentences(answer)
-    checks = check_grounding(writeback.question, sentences, evidence)
+    checks = check_grounding(writeback.question, sentences, evidence, known=gate_scores(writeback, sentences))
     grounding = round(sum(c.entailment for c in checks) / len(checks), 4) if checks else 0.0
     attribution, bad, uncited = attribution_score(sentences, {e["n"] for e in evidence})
     relevance = answer_relevance(writeback.question, sentences)

@@ -128,7 +128,8 @@ def question_asked(question: str) -> None:
 def writeback_edit(answer: str) -> None:
     """A curator's edited answer: split into cited sentences and made into what would be published."""
     from corpus.citations import citation_numbers, keep_citations, without_citations
-    from pipeline.validation import answer_sentences, attribution_score, proposed_text, verbatim_in
+    from pipeline.grounding import answer_sentences, verbatim_in
+    from pipeline.validation import attribution_score, proposed_text
 
     sentences = answer_sentences(answer)
     proposed_text("Who got the first Nobel Prize in Physics?", sentences, [{"n": 1, "title": "Nobel"}])

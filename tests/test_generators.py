@@ -65,7 +65,8 @@ def test_sentences_from_other_verified_passages_do_not_pad_the_answer():
 
 
 def test_every_sentence_of_an_extractive_answer_is_cited_even_inside_a_joined_strip():
-    from pipeline.validation import answer_sentences, attribution_score
+    from pipeline.grounding import answer_sentences
+    from pipeline.validation import attribution_score
 
     strip = "Built in 1889. The city museum first opened its doors to visitors in 1889."  # gate joins fragments
     generation = ExtractiveGenerator().generate(
@@ -80,7 +81,8 @@ def test_a_quoted_sentence_that_introduces_a_short_code_block_brings_the_block()
     below it: the answer shows the block, indented, before the citation, so validation reads the
     sentence and its code as one cited claim."""
     from pipeline.gate import strips_in_context
-    from pipeline.validation import answer_sentences, attribution_score
+    from pipeline.grounding import answer_sentences
+    from pipeline.validation import attribution_score
 
     text = (
         "Enabling OCSP stapling requires only the addition of these two directives:\n\n"
@@ -149,7 +151,8 @@ def test_not_found_reply_and_unreachable_server():
 
 def test_only_citation_markers_are_citations_never_subscripts_in_quoted_code():
     from corpus.writebacks import same_answer
-    from pipeline.validation import answer_sentences, attribution_score
+    from pipeline.grounding import answer_sentences
+    from pipeline.validation import attribution_score
 
     reply = "Declare the buffer as char dbname[1024]; in C [1]. The cell m[1][2] is read first. [2][7]"
     generation = parse_answer(reply, {1, 2}, "ollama")

@@ -442,3 +442,72 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
     finally:
         server.terminate()
         server.wait(timeout=90)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(served_database, request):
+    """Standard mode with the LLM (SmolLM2 on llama.cpp's OpenAI-compatible server) under the
+    production server: the answer arrives a checked sentence at a time, carries no prompt markup,
+    its headline counts the sources its shown sentences cite, and Details says what was left out."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.llama_server import CONTEXT, LlamaServer
+
+    shots = SCREENSHOTS / request.node.name
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    manage("reader", "fern", "--password-stdin", input="moss-cedar-harbour-52\n")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with LlamaServer() as llm:
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=env(CAIRN_WEB_WORKERS="1", CAIRN_ACCESS_LOG="", CAIRN_GENERATOR="openai", CAIRN_OPENAI_BASE_URL=llm.url,
+                    CAIRN_OPENAI_MODEL=llm.model, CAIRN_OPENAI_CONTEXT=str(CONTEXT)),
+        )  # fmt: skip
+        errors = []
+        try:
+            wait_healthy(base, server)
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(
+                    executable_path=str(CHROMIUM),
+                    args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                          "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+                )  # fmt: skip
+                page = browser.new_page()
+                page.add_init_script(WATCH)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(f"{base}/")
+                page.fill("#id_username", "fern")
+                page.fill("#id_password", "moss-cedar-harbour-52")
+                page.click("button[type=submit]")
+                page.wait_for_url(f"{base}/")
+                for question in ("when does the cafeteria open", "where do visitors park"):
+                    page.fill("#question", question)
+                    page.select_option("#mode", "standard")
+                    page.click("#ask-button")
+                    page.wait_for_selector("#actions:not([hidden])", timeout=120_000)
+                    page.eval_on_selector("#details", "details => { details.open = true; }")
+                    page.screenshot(path=str(shots / f"{question.split()[-1]}.png"), full_page=True)
+                    seen = page.evaluate("window.__seen")
+                    at = {s["kind"]: s["at"] for s in reversed(seen) if "at" in s}
+                    assert at["progress"] < at["text"] <= at["answer"], at
+                    text, headline = page.inner_text("#answer"), page.inner_text("#headline")
+                    details = page.inner_text("#details-list")
+                    assert "<<<" not in text and ">>" not in text
+                    cited = len(set(re.findall(r"\[(\d+)\]", text)))
+                    assert headline == f"Answered from {cited} verified source{'s' if cited != 1 else ''}", headline
+                    written_by = re.search(r"Written by\s+(\w+)", details).group(1)
+                    assert written_by in ("openai", "extractive")
+                    checked = page.inner_text("#checked") if page.is_visible("#checked") else ""
+                    if written_by == "extractive":  # the gate withheld the model's answer: said so
+                        assert checked.startswith("The model's answer was not supported") and "Left out" in details
+                    elif checked:
+                        assert re.fullmatch(r"\d+ sentences? left out: the sources do not support (it|them)\.", checked)
+                        assert details.count("Left out") == int(checked.split()[0])
+                browser.close()
+            assert errors == []
+        finally:
+            server.terminate()
+            server.wait(timeout=90)

@@ -72,17 +72,21 @@ def test_accept_event_stream_streams_and_a_bad_field_is_a_400_event_naming_it(ch
     assert client.post("/api/v1/query", {"question": QUESTION, "stream": "sometimes"}, format="json").status_code == 400
 
 
-def test_ollama_tokens_stream_as_they_arrive_and_the_answer_is_the_checked_text(charlie):
+def test_an_ollama_answer_streams_a_sentence_at_a_time_as_each_passes_the_output_gate(charlie):
     def chat(messages, options):
-        return "Wilhelm Conrad Röntgen received it in 1901 [1] [9]."  # [9] names no evidence
+        # [9] names no evidence; the second sentence is not in the passage.
+        return "Wilhelm Conrad Röntgen received it in 1901 [1] [9]. He was born on the Moon in 1700 [1]."
 
     with loopback.ollama(chat) as server, override_settings(OLLAMA_HOST=server.url):
         events = streamed(charlie, question=QUESTION, generator="ollama")
     texts = [data["text"] for kind, data in events if kind == "text"]
-    assert len(texts) >= 8  # token by token, as the server streamed them
-    assert "".join(texts) == "Wilhelm Conrad Röntgen received it in 1901 [1] [9]."
+    assert texts == ["Wilhelm Conrad Röntgen received it in 1901 [1]. "]  # the sentence that passed, whole
     body = events[-1][1]
-    assert body["answer"] == "Wilhelm Conrad Röntgen received it in 1901 [1]."  # checked, as without streaming
+    assert body["answer"] == "Wilhelm Conrad Röntgen received it in 1901 [1]." and body["generator"] == "ollama"
+    assert "1 sentence left out: the sources do not support it" in body["notes"]
+    verdicts = {s["sentence"]: s["verdict"] for s in body["sentences"]}
+    assert verdicts == {"Wilhelm Conrad Röntgen received it in 1901.": "shown",
+                        "He was born on the Moon in 1700.": "unsupported"}  # fmt: skip
     assert [call["body"]["stream"] for call in server.calls] == [True]
 
 

@@ -103,7 +103,7 @@ async function ask(question, mode) {
 function showStreaming(text) {
   $("headline").textContent = "Writing the answer…";
   $("answer").textContent = text;
-  for (const id of ["actions", "reason", "disagreement"]) $(id).hidden = true;
+  for (const id of ["actions", "reason", "disagreement", "checked"]) $(id).hidden = true;
   $("warnings").replaceChildren();
   $("warnings-label").hidden = true;
   $("sources").replaceChildren();
@@ -120,6 +120,7 @@ function headline(body) {
   if (body.answer.startsWith(DISAGREE)) return DISAGREE;
   if (!body.found) return body.answer.startsWith(NOT_STATED) ? NOT_STATED : "Not in the knowledge base";
   const sources = new Set(body.citations.map((c) => c.n)).size;
+  if (!sources) return "Not answered from the sources";
   const external = body.citations.some((c) => c.origin === "external");
   return `Answered from ${sources} verified source${sources === 1 ? "" : "s"}` + (external ? ", some from the web" : "");
 }
@@ -181,6 +182,12 @@ function render(body) {
   $("answer").replaceChildren(...linked(body.answer));
   // A dispute: neither passage is taken as the answer; their cards say where each comes from.
   $("disagreement").hidden = !body.answer.startsWith(DISAGREE);
+  // The output gate: what of the model's answer the sources did not support (the sentences under Details).
+  const leftOut = body.sentences.filter((s) => s.verdict !== "shown");
+  $("checked").textContent = !leftOut.length ? ""
+    : body.generator === "extractive" ? "The model's answer was not supported by the sources; quoted from them instead."
+    : `${leftOut.length} sentence${leftOut.length === 1 ? "" : "s"} left out: the sources do not support ${leftOut.length === 1 ? "it" : "them"}.`;
+  $("checked").hidden = !leftOut.length;
 
   // What to mark in each cited passage: the answer's own sentences that cite it, where they are
   // quoted word for word (the extractive answer); else the strips the answer was written from.
@@ -214,7 +221,7 @@ function render(body) {
   $("result").hidden = false;
 }
 
-const STAGES = ["embed_query", "retrieve", "rank", "verify", "correct", "refine", "recall", "generate", "total"];
+const STAGES = ["embed_query", "retrieve", "rank", "verify", "correct", "refine", "recall", "generate", "output_gate", "total"];
 
 function details(body) {
   const facts = [
@@ -222,6 +229,7 @@ function details(body) {
     ...(body.iterations === null ? [] : [["Iterations", body.iterations]]),
     ...(body.external.provider ? [["Web search", `${body.external.provider}: "${body.external.query}", ${body.external.results} results`]] : []),
     ...body.notes.map((note) => ["Note", note]),
+    ...body.sentences.filter((s) => s.verdict !== "shown").map((s) => ["Left out", `${s.sentence} (best support ${s.entailment.toFixed(2)})`]),
     ["Timings", STAGES.filter((k) => k in body.timings_ms).map((k) => `${k} ${Math.round(body.timings_ms[k])} ms`).join(" · ")],
     ["Response", body.response_id],
   ];
