@@ -148,7 +148,10 @@ def main() -> None:
     n = len(questions)
     stages = [s for s in timings if s != "total"]
     plain = [a + b for a, b in zip(timings["embed_query"], timings["retrieve"], strict=True)]
+    from corpus.devices import torch_device
+
     result = {
+        "device": torch_device(),  # CAIRN_DEVICE: a GPU host's figures are kept apart (forward_path_cuda.json)
         "questions": n,
         "mode": "fast",
         "top_k": 8,
@@ -196,7 +199,8 @@ def main() -> None:
         print(row)
     print(result["latency_ms"])
     plot(result, stages)
-    print(f"wrote {write_result('forward_path', result)} and {RESULTS / 'forward_path.png'}")
+    name = "forward_path" if result["device"] == "cpu" else f"forward_path_{result['device']}"
+    print(f"wrote {write_result(name, result)} and {RESULTS / 'forward_path.png'}")
 
 
 def plot(result: dict, stages: list[str]) -> None:

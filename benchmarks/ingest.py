@@ -85,7 +85,10 @@ def main() -> None:
     overhead = 1 - raw_total / e2e_total
     print(f"total: raw {len(inputs) * len(rounds) / raw_total:.1f} chunks/s, end to end "
           f"{len(inputs) * len(rounds) / e2e_total:.1f} chunks/s, overhead {overhead:.1%}")  # fmt: skip
+    from corpus.devices import torch_device
+
     result = {
+        "device": torch_device(),  # CAIRN_DEVICE: a GPU host's figures are kept apart (ingest_cuda.json)
         "documents": len(documents),
         "chunks": len(inputs),
         "rounds": rounds,
@@ -95,7 +98,7 @@ def main() -> None:
         "floor": "overhead <= 0.25",
         "passes": overhead <= 0.25,
     }
-    path = write_result("ingest", result)
+    path = write_result("ingest" if result["device"] == "cpu" else f"ingest_{result['device']}", result)
     plot(rounds)
     print(f"wrote {path}")
 

@@ -8,7 +8,9 @@ entails it, at CAIRN_GROUNDING_THRESHOLD (calibrated by calibrate_gate); an unci
 one whose citations do not support it, is checked against all the evidence and shown citing the
 passage that entails it. The NLI model judges a claim against a whole passage and passes fluent
 claims on its topic, so a passage can support a sentence only where one of its sentences states
-all the sentence's names and figures, and it holds most of the sentence's words (WORDS_FOUND).
+all the sentence's names and figures, it holds most of the sentence's words (WORDS_FOUND), and
+every word of the question the sentence repeats (could_support); an answer of a few words must
+come word for word from a passage sentence that the answer judge accepts (fragment_sources).
 What no evidence supports is left out, and the reader is told so. When
 the sentences shown do not address the question (the answer judge, as validation asks it, below
 the floor at which the extractive answer states a sentence: CAIRN_ANSWER_STATED_FLOOR, also from
@@ -29,7 +31,15 @@ from django.conf import settings
 from corpus.chunking import split_sentences
 from pipeline.extractive import content_terms
 from pipeline.generators import NOT_FOUND_MARK, EvidenceText, Generation
-from pipeline.grounding import SentenceCheck, answer_relevance, answer_sentences, check_grounding, claim_for
+from pipeline.grounding import (
+    SHORT_ANSWER_WORDS,
+    SentenceCheck,
+    answer_relevance,
+    answer_sentences,
+    check_grounding,
+    claim_for,
+)
+from pipeline.verifiers import get_answer_judge
 
 SHOWN, UNSUPPORTED = "shown", "unsupported"
 
@@ -100,6 +110,41 @@ def words_found(sentence: str, question: str, passage: str) -> float:
     return len(new & content_terms(passage)) / len(new) if new else 1.0
 
 
+def asked_words_missing(sentence: str, question: str, passage: str) -> set[str]:
+    """The question's words the sentence repeats that the passage does not hold. A model grafts the
+    question's frame onto whatever fact the passage states ("The number one ranked golfer in the world
+    right now is Rafael Nadal." from "The current world number one is Rafael Nadal.", a tennis
+    passage: NLI 0.97), and the grafted words are what the passage lacks."""
+    return (content_terms(sentence) & content_terms(question)) - content_terms(passage)
+
+
+def could_support(sentence: str, question: str, passage: str, passage_sentences: list[str]) -> bool:
+    """May this passage support the sentence at all, before the NLI model is asked?"""
+    return (
+        words_found(sentence, question, passage) >= WORDS_FOUND
+        and not asked_words_missing(sentence, question, passage)
+        and stated_together(specifics(sentence, question), passage_sentences)
+    )
+
+
+def fragment_sources(question: str, fragment: str, sentences_of: dict[int, list[str]]) -> set[int]:
+    """The passages that state `fragment` (an answer of a few words: "Rahman.") in a sentence the
+    answer judge accepts as answering the question. The NLI model judges a fragment as the claim it
+    makes about the question and accepts a name the passage merely mentions ("El Pollo Loco, Inc."
+    for its founder, where the passage names the chain's owner: 0.98); a fragment is only as good as
+    the sentence it comes from."""
+    needle = " ".join(fragment.lower().split()).rstrip(".!?;:")
+    holding = [
+        (n, s) for n, sentences in sentences_of.items() for s in sentences if needle in " ".join(s.lower().split())
+    ]
+    if not needle or not holding:
+        return set()
+    scores = get_answer_judge().score(question, [s for _, s in holding])
+    return {
+        n for (n, _), score in zip(holding, scores.tolist(), strict=True) if score >= settings.CAIRN_ANSWER_THRESHOLD
+    }
+
+
 def verdict(check: SentenceCheck) -> tuple[str, list[int]]:
     """(verdict, the citations the shown sentence carries): those of its own that entail it, else
     the passage that best does; unsupported when none does."""
@@ -131,10 +176,10 @@ def gated(
         to the NLI model: those where one sentence states its names and figures and which hold
         its words (a sentence the model made up mostly costs no model call at all)."""
         began = time.perf_counter()
-        names = specifics(sentence, question)
-        found = {e.n: words_found(sentence, question, e.text) for e in evidence}
-        plausible = [j for j in judged
-                     if found[j["n"]] >= WORDS_FOUND and stated_together(names, sentences_of[j["n"]])]  # fmt: skip
+        plausible = [j for j in judged if could_support(sentence, question, j["text"], sentences_of[j["n"]])]
+        if plausible and len(sentence.split()) <= SHORT_ANSWER_WORDS:
+            stating = fragment_sources(question, sentence, {j["n"]: sentences_of[j["n"]] for j in plausible})
+            plausible = [j for j in plausible if j["n"] in stating]
         if plausible:
             result = check_grounding(question, [(sentence, cited)], plausible, alone=alone)[0]
         else:
@@ -142,7 +187,7 @@ def gated(
         decision, citations = verdict(result)
         spent["output_gate"] += (time.perf_counter() - began) * 1000
         records.append(result.record() | {"verdict": decision, "shown_cited": citations,
-                                          "words_found": {str(n): round(p, 3) for n, p in found.items()}})  # fmt: skip
+                                          "could_support": [j["n"] for j in plausible]})  # fmt: skip
         if decision != SHOWN:
             return None
         shown.append((sentence, citations))

@@ -14,7 +14,15 @@ from django.conf import settings
 from django.test import override_settings
 
 from pipeline.generators import EvidenceText, OpenAIGenerator, prompt_tokens, within_context
-from pipeline.output_gate import SHOWN, specifics, stated_together, unmarked, words_found
+from pipeline.output_gate import (
+    SHOWN,
+    asked_words_missing,
+    fragment_sources,
+    specifics,
+    stated_together,
+    unmarked,
+    words_found,
+)
 from tests import loopback
 from tests.conftest import client_for
 from tests.llama_server import CONTEXT, LlamaServer
@@ -93,6 +101,21 @@ def test_what_the_model_made_up_never_reaches_the_reader(charlie, smollm2):
                 count = len(written)
                 assert any(note.startswith(f"{count} sentence") and "left out" in note for note in body["notes"])
     assert left_out >= 2  # the gate had something to do: these answers are not all clean
+
+
+def test_deep_mode_runs_its_loop_on_the_openai_compatible_server(charlie, smollm2):
+    with on(smollm2, CAIRN_LLM="openai", CAIRN_DEEP_MAX_ITERATIONS=1):
+        response = client_for(charlie).post(
+            "/api/v1/query", {"question": "who got the first nobel prize in physics", "mode": "deep"}, format="json"
+        )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    # The loop ran on SmolLM2 (the iterations count is set only once its two answers came back),
+    # and what it wrote passed the gate or gave way to the extractive answer.
+    assert body["mode"] == "deep" and body["iterations"] is not None
+    assert body["generator"] in ("openai", "extractive")
+    assert all(s["verdict"] != SHOWN or s["sentence"] in body["answer"] for s in body["sentences"])
+    assert "<<<" not in body["answer"]
 
 
 def test_the_validation_reuses_the_gates_scores(charlie, smollm2):
@@ -225,3 +248,24 @@ def test_a_claims_names_and_figures_must_come_from_one_sentence_and_its_words_fr
     assert stated_together(specifics("Wilhelm Conrad Röntgen received it in 1901.", question), passage)
     assert words_found("Röntgen received 150,782 SEK.", question, " ".join(passage)) == 1.0
     assert words_found("It contains the auditory system and the nasal cavity.", question, " ".join(passage)) == 0.0
+
+
+def test_a_claim_may_not_graft_the_questions_words_onto_another_fact():
+    question = "who is the number one ranked golfer in the world right now"
+    tennis = "Since 1973, 26 men have been ranked No. 1 by the ATP. The current world number one is Rafael Nadal."
+    assert "golfer" in asked_words_missing(
+        "The number one ranked golfer in the world right now is Rafael Nadal.", question, tennis
+    )
+    assert not asked_words_missing("The current world number one is Rafael Nadal.", question, tennis)
+
+
+def test_an_answer_of_a_few_words_must_come_from_a_sentence_that_answers_the_question():
+    question = "who is the founder of el pollo loco"
+    sentences = {
+        1: ["El Pollo Loco is the name of two independent restaurant chains that are controlled by different "
+            "companies, El Pollo Loco, Inc. and El Pollo Loco, S.A. de C.V.",
+            "Both companies specialize in Mexican-style grilled chicken and were founded by Juan Francisco Ochoa."],
+    }  # fmt: skip
+    assert fragment_sources(question, "El Pollo Loco, Inc.", sentences) == set()  # named, not as the founder
+    assert fragment_sources(question, "Juan Francisco Ochoa.", sentences) == {1}
+    assert fragment_sources(question, "Ray Kroc", sentences) == set()  # in no sentence at all
