@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.nli_data import DEFAULT_DATA, SharedDataMissing, shared_path, shared_splits  # noqa: E402
+from judges.nli_data import DEFAULT_DATA, SharedDataMissing, shared_path, shared_splits  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 CACHE = RESULTS / "cache"  # embeddings of the shared data sets, reused across runs (git-ignored)
@@ -35,7 +35,7 @@ def django_setup() -> None:
 
 
 def shared(*parts: str) -> Path:
-    """A file of the shared data sets; when it is missing, exit with pipeline.nli_data's one message
+    """A file of the shared data sets; when it is missing, exit with judges.nli_data's one message
     (naming the path and CAIRN_SHARED_DATA) instead of a traceback."""
     try:
         return shared_path(SHARED_DATA, *parts)
@@ -44,7 +44,7 @@ def shared(*parts: str) -> Path:
 
 
 def shared_data_splits() -> dict[str, tuple[list, list]]:
-    """pipeline.nli_data.shared_splits of SHARED_DATA, exiting with the same message when a file is missing."""
+    """judges.nli_data.shared_splits of SHARED_DATA, exiting with the same message when a file is missing."""
     try:
         return shared_splits(SHARED_DATA)
     except SharedDataMissing as missing:

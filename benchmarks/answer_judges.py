@@ -21,7 +21,7 @@ published:
 - stacked: the gate's passage stack (models/calibration.json) over the two;
 - grounding: the score validation recorded (NLI over the evidence).
 
-- answer judge: validation's relevance check (pipeline.grounding.answer_relevance), the answer
+- answer judge: validation's relevance check (judges.grounding.answer_relevance), the answer
   judge (models/answer) on each standalone sentence, the max (and the whole answer when it cites
   several sources). Also, over the candidates that pass validation's other checks as recorded
   (grounding, attribution, novelty), how many and what share of them are wrong, with and without
@@ -31,7 +31,7 @@ And the root cause, on the NQ report part (never trained or calibrated on): the 
 answer judge on each gold passage's sentences, those holding a gold answer vs those that do not
 (what the extractive generator chooses between), as a ROC-AUC and as the share of questions whose
 best-scored sentence holds the answer. Then both models on the answer judge's report part
-(pipeline/answer_data.py: SQuAD 2.0, XQuAD and QNLI articles and NQ/HaluEval rows never trained or
+(judges/answer_data.py: SQuAD 2.0, XQuAD and QNLI articles and NQ/HaluEval rows never trained or
 calibrated on), with the share of answers and of other sentences the calibrated threshold accepts.
 
     .venv/bin/python benchmarks/answer_judges.py [--card]   # --card: models/answer's metrics and card
@@ -52,7 +52,7 @@ JUDGES = ("evaluator_whole", "evaluator_best_sentence", "cosine", "stacked", "gr
 
 
 def candidates(writeback: dict, dataset: str) -> list[dict]:
-    from pipeline.grounding import SHORT_ANSWER_WORDS, answer_sentences
+    from judges.grounding import SHORT_ANSWER_WORDS, answer_sentences
 
     seen, found = set(), []
     for run in writeback["runs"]:
@@ -71,9 +71,9 @@ def judge(rows: list[dict]) -> dict:
     from django.conf import settings
 
     from corpus.embedder import cosine_similarities, get_embedder
-    from pipeline.calibration import relevance_stacked
-    from pipeline.grounding import answer_relevance, answer_sentences
-    from pipeline.verifiers import get_relevance_model
+    from judges.calibration import relevance_stacked
+    from judges.grounding import answer_relevance, answer_sentences
+    from judges.verifiers import get_relevance_model
 
     evaluator = get_relevance_model()
     vectors = get_embedder().embed([r["question"] for r in rows] + [" ".join(r["standalone"]) for r in rows])
@@ -115,9 +115,9 @@ def same_passage(splits: dict, model) -> dict:
     import numpy as np
 
     from corpus.chunking import split_sentences
-    from pipeline.grounding import SHORT_ANSWER_WORDS
-    from pipeline.nli_data import calibration_split
-    from pipeline.relevance_data import nq_examples
+    from judges.grounding import SHORT_ANSWER_WORDS
+    from judges.nli_data import calibration_split
+    from judges.relevance_data import nq_examples
 
     _, report = calibration_split(splits["nq"][1])
     positives, negatives, answer_first = [], [], []
@@ -149,15 +149,15 @@ HELD_OUT_PARTS = {
 
 
 def held_out_pairs(splits: dict, models: dict) -> dict:
-    """Each model on the report part of the answer judge's held-out pairs (pipeline/answer_data.py:
+    """Each model on the report part of the answer judge's held-out pairs (judges/answer_data.py:
     SQuAD/XQuAD/QNLI articles and NQ/HaluEval rows never trained on, nor calibrated on): ROC-AUC,
     accuracy at 0.5, and at the calibrated threshold the share of answers and of other sentences
     accepted, per part."""
     import numpy as np
     from django.conf import settings
 
-    from pipeline.answer_data import answer_judge_sets
-    from pipeline.relevance_data import score_pairs
+    from judges.answer_data import answer_judge_sets
+    from judges.relevance_data import score_pairs
 
     pairs = answer_judge_sets(SHARED_DATA, splits)["report"]
     labels = np.array([p.label for p in pairs])
@@ -211,8 +211,8 @@ def main() -> None:
     django_setup()
     from django.conf import settings
 
-    from pipeline.model_card import write_model_card
-    from pipeline.verifiers import get_answer_judge, get_relevance_model
+    from judges.model_card import write_model_card
+    from judges.verifiers import get_answer_judge, get_relevance_model
 
     models = {"evaluator": get_relevance_model(), "answer_judge": get_answer_judge()}
     writeback = json.loads(args.writeback.read_text())

@@ -65,14 +65,14 @@ def capture(name: str) -> None:
     from corpus.models import Collection
     from docs_qa import SETS as DOC_SETS
     from docs_qa import ingest
+    from judges.verifiers import get_answer_judge
     from pipeline import generators
-    from pipeline.verifiers import get_answer_judge
 
     if name == "nq":
         # The calibration part of held-out NQ (forward_path.py reports on the other part): Wikipedia
         # passages, so that weights chosen on manuals are weighed on encyclopedic text too.
         from _common import nq_corpus, nq_rows
-        from pipeline.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
+        from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
 
         collection, user, _gold = nq_corpus()
         rows = nq_rows()
@@ -157,7 +157,7 @@ def overridden(point: dict):
 
 def replay(records: list[dict], point: dict) -> dict:
     """Gold in stated answers and unanswerable questions not answered, at one point of the grid."""
-    from pipeline import verifiers
+    from judges import verifiers
     from pipeline.generators import EvidenceText, ExtractiveGenerator
 
     gold = stated = asked = refused = unanswerable = 0

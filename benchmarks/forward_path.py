@@ -4,7 +4,7 @@
 
 The corpus is the split's gold Wikipedia passages in collection `nq` of the `cairn_bench`
 database (ingested by retrieval_quality.py's code path; a re-run skips what is there). For the
-report part of the held-out NQ questions (pipeline.nli_data's split: never trained on, and not
+report part of the held-out NQ questions (judges.nli_data's split: never trained on, and not
 the part calibrate_gate chose the thresholds on), each asked through the service the API uses,
 mode `fast`, top_k 8:
 - accuracy: a gold answer string appears in the answer (and in answers that state one: "no
@@ -81,8 +81,8 @@ def main() -> None:
 
     from corpus.citations import citation_numbers
     from corpus.models import Document
+    from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.generators import DISAGREE
-    from pipeline.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.services import question_answer
 
     collection, user, gold = nq_corpus()

@@ -79,8 +79,8 @@ def main() -> None:
     from corpus.models import Chunk, WriteBack
     from corpus.services import collection_get_or_create, documents_ingest
     from pipeline.services import question_answer
-    from pipeline.validation import writeback_validate
     from tests import loopback
+    from writeback.validation import writeback_validate
 
     prompts: list[str] = []
     echo = {"on": False}

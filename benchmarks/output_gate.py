@@ -51,12 +51,18 @@ def ask(args) -> None:
     from django.test import override_settings
     from tqdm import tqdm
 
-    from pipeline.generators import ExtractiveGenerator, GeneratorUnavailable, get_generator, parse_answer
-    from pipeline.grounding import answer_sentences
-    from pipeline.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
+    from judges.grounding import answer_sentences
+    from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
+    from pipeline.generators import (
+        ExtractiveGenerator,
+        GeneratorUnavailable,
+        evidence_texts,
+        get_generator,
+        parse_answer,
+    )
     from pipeline.output_gate import SHOWN, Withheld, gated
     from pipeline.services import query_state
-    from pipeline.stages import STAGES, evidence_texts, generate
+    from pipeline.stages import STAGES, generate
     from tests.llama_server import CONTEXT, LlamaServer
 
     collection, user, _gold = nq_corpus()

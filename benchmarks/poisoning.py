@@ -104,8 +104,8 @@ def main() -> None:
     from corpus.extract import ExtractedDocument
     from corpus.models import Collection
     from corpus.services import collection_get_or_create, documents_ingest
+    from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.generators import DISAGREE
-    from pipeline.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.services import question_answer
 
     collection, user, _gold = nq_corpus()

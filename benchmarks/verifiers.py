@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/verifiers.py [--nli DIR] [--relevance DIR] [--card]
 
-NLI accuracy on the held-out part of SNLI dev and of the MNLI sample (pipeline.nli_data's fixed
+NLI accuracy on the held-out part of SNLI dev and of the MNLI sample (judges.nli_data's fixed
 split), and on SICK train/trial and ANLI R1/R2 (non-commercial: evaluation only, never trained
 on). Grounding on the report part of the HaluEval held-out split: P(entailment) of the claim
 "question + answer" against the knowledge passage, right vs hallucinated answers: ROC-AUC, and
@@ -29,7 +29,7 @@ from _common import RESULTS, django_setup, roc_auc, shared, shared_data_splits, 
 
 
 def read_sick(path):
-    from pipeline.nli_data import LABELS, Pair
+    from judges.nli_data import LABELS, Pair
 
     with path.open() as fh:
         return [
@@ -39,7 +39,7 @@ def read_sick(path):
 
 
 def read_anli(path):
-    from pipeline.nli_data import Pair
+    from judges.nli_data import Pair
 
     labels = {"e": 0, "n": 1, "c": 2}
     with path.open() as fh:
@@ -62,7 +62,7 @@ def pairs_per_second(predict, pair, tokens: int, repeats: int = 7) -> dict:
 def evaluate_nli(model, splits, sample: int) -> dict:
     import numpy as np
 
-    from pipeline.nli_data import calibration_split, claim_from
+    from judges.nli_data import calibration_split, claim_from
 
     rng = random.Random(1)
     sets = {
@@ -98,7 +98,7 @@ def evaluate_nli(model, splits, sample: int) -> dict:
 def evaluate_relevance(model, splits) -> dict:
     import numpy as np
 
-    from pipeline.relevance_data import score_pairs, shared_relevance_sets, tqdm_progress
+    from judges.relevance_data import score_pairs, shared_relevance_sets, tqdm_progress
 
     pairs = shared_relevance_sets(splits, progress=tqdm_progress())["report"]
     scores = score_pairs(model, pairs)
@@ -114,7 +114,7 @@ def evaluate_relevance(model, splits) -> dict:
     # (fitted by calibrate_gate on the calibration part), and the similarity alone.
     from django.conf import settings
 
-    from pipeline.calibration import relevance_stacked
+    from judges.calibration import relevance_stacked
 
     passages = kinds == "passage"
     similarity = np.array([p.similarity if p.kind == "passage" else np.nan for p in pairs])
@@ -166,8 +166,8 @@ def main() -> None:
     django_setup()
     from django.conf import settings
 
-    from pipeline.model_card import write_model_card
-    from pipeline.verifiers import CrossEncoderEntailment, CrossEncoderRelevance
+    from judges.model_card import write_model_card
+    from judges.verifiers import CrossEncoderEntailment, CrossEncoderRelevance
 
     splits = shared_data_splits()
     options = {

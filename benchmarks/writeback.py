@@ -9,7 +9,7 @@ The defaults are the paper's scale (500 queries a seed: 400 stream + 100 test, s
 
 Design, per dataset and seed (one sample of stream + test questions, shared by the systems so
 they are compared on the same questions):
-- rows: the held-out part of the shared split (pipeline.nli_data.split, SPLIT_SEED; the NLI and
+- rows: the held-out part of the shared split (judges.nli_data.split, SPLIT_SEED; the NLI and
   relevance models never trained on it), shuffled by the seed; only when more rows are asked for
   than it holds are training rows appended (the result says how many).
 - initial corpus: the passages of `--initial` of the sampled questions (default half), drawn at
@@ -21,9 +21,9 @@ they are compared on the same questions):
   - standard: CAIRN_WRITEBACK=False, nothing is ever written back;
   - naive: the write-back the record stage proposes (it exists only for a found answer citing
     corpus evidence) is published at once, unvalidated: status PENDING_REVIEW, its text built by
-    pipeline.validation.proposed_text, corpus.writebacks.writeback_publish; no cap on generated
+    writeback.validation.proposed_text, corpus.writebacks.writeback_publish; no cap on generated
     content (CAIRN_WRITEBACK_ALPHA_MAX=1.0: the naive system has no safety layer);
-  - cairn: the same proposal validated synchronously by pipeline.validation.writeback_validate
+  - cairn: the same proposal validated synchronously by writeback.validation.writeback_validate
     (what the django-q2 task runs), auto-published when it passes (CAIRN_AUTO_PUBLISH with its bars
     set to the normal CAIRN_GROUNDING_THRESHOLD / CAIRN_NOVELTY_THRESHOLD / CAIRN_NOVELTY_QUESTION_GAIN)
     and the generated-content cap allows (CAIRN_WRITEBACK_ALPHA_MAX = --alpha-max, default 0.2, the
@@ -115,8 +115,8 @@ class Row:
 
 
 def load_rows(dataset: str) -> tuple[list[Row], list[Row]]:
-    """(held-out, train) rows of the shared split, as pipeline.nli_data.shared_splits cuts them."""
-    from pipeline.nli_data import HELD_OUT, SPLIT_SEED, read_jsonl, split
+    """(held-out, train) rows of the shared split, as judges.nli_data.shared_splits cuts them."""
+    from judges.nli_data import HELD_OUT, SPLIT_SEED, read_jsonl, split
 
     if dataset == "nq":
         raw = read_jsonl(shared("nq_open_oracle", "nq-open-oracle.jsonl"))
@@ -313,9 +313,9 @@ def run_one(
     from corpus.models import Document, WriteBack, WriteBackAsking
     from corpus.services import collection_get_or_create, documents_ingest
     from corpus.writebacks import same_answer, writeback_publish
-    from pipeline.grounding import answer_sentences
+    from judges.grounding import answer_sentences
     from pipeline.services import question_answer
-    from pipeline.validation import proposed_text, writeback_validate
+    from writeback.validation import proposed_text, writeback_validate
 
     stream, test = sample["stream"], sample["test"]
     hallucinated_replay = sample["hallucinated"]  # question -> bool (HaluEval)
@@ -510,7 +510,7 @@ def prepare(dataset: str, seed: int, args, embedder, replay: HaluEvalReplay) -> 
 def validation_cost(runs: int, user) -> dict:
     """Worker time to validate one answer of 5 cited sentences against 8 evidence chunks: 8 NQ
     passages ingested into a scratch collection (rolled back), the answer made of the first
-    sentence of 5 of them; pipeline.validation.validate timed after one warm-up call."""
+    sentence of 5 of them; writeback.validation.validate timed after one warm-up call."""
     from django.db import transaction
 
     from corpus.chunking import split_sentences
@@ -518,8 +518,8 @@ def validation_cost(runs: int, user) -> dict:
     from corpus.models import Chunk
     from corpus.services import collection_get_or_create, documents_ingest
     from corpus.writebacks import writeback_propose
-    from pipeline.grounding import answer_sentences
-    from pipeline.validation import validate
+    from judges.grounding import answer_sentences
+    from writeback.validation import validate
 
     held_out, _ = load_rows("nq")
     rows = random.Random(0).sample(held_out, 8)
@@ -678,7 +678,7 @@ def main() -> None:
     from tqdm import tqdm
 
     from corpus.embedder import get_embedder
-    from pipeline.verifiers import get_entailment_model, get_relevance_model
+    from judges.verifiers import get_entailment_model, get_relevance_model
 
     embedder = MemoEmbedder(get_embedder())
     get_relevance_model().score("warm up", ["the models load before anything is timed"])
@@ -737,7 +737,7 @@ def main() -> None:
                 "nq": "mode fast (extractive)",
                 "halueval": "mode standard, ollama client -> loopback replay of HaluEval answers",
             },
-            "rows": "held-out part of the shared split first (pipeline.nli_data, SPLIT_SEED), seeded order",
+            "rows": "held-out part of the shared split first (judges.nli_data, SPLIT_SEED), seeded order",
             "citation_precision": "share of citations of found stream answers whose cited chunk text contains a "
             "gold answer string (NQ answers; HaluEval right_answer), case-insensitive",
             "hallucinated": "HaluEval: the replayed answer was the hallucinated one; NQ: the answer contains no "

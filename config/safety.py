@@ -72,7 +72,7 @@ def web_process_start() -> None:
     refuse_unsafe_start()
     if settings.CAIRN_WARM_MODELS:
         from corpus.embedder import embedder_warm_in_background
-        from pipeline.verifiers import verifiers_warm_in_background
+        from judges.verifiers import verifiers_warm_in_background
 
         embedder_warm_in_background()
         verifiers_warm_in_background()

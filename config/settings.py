@@ -14,7 +14,19 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_choice, env_float, env_floats, env_int, env_list, env_rate, env_str
 from config.serving import WEB_THREADS, WEB_WORKERS
-from pipeline.calibration import read_calibration
+
+
+def _calibration_read(path: Path) -> dict:
+    """The thresholds calibrate_gate stored (judges/calibration.py writes them), or {} when it has not
+    run. Read here, not through the judges app: settings import no app."""
+    import json
+
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return {}
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"CAIRN_CALIBRATION_FILE {path} is not valid JSON ({exc}); re-run calibrate_gate") from exc
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -75,7 +87,9 @@ INSTALLED_APPS = [
     "accounts",
     "corpus",
     "reputation",
+    "judges",
     "pipeline",
+    "writeback",
 ]
 
 MIDDLEWARE = [
@@ -193,20 +207,20 @@ CAIRN_TORCH_THREADS = env_int("CAIRN_TORCH_THREADS", 0, minimum=0)  # 0: torch's
 # torch sees one. On a GPU the embedder and the verifiers compute in float16, with 8x the batch
 # sizes set here for the CPU.
 CAIRN_DEVICE = env_choice("CAIRN_DEVICE", "auto", ("auto", "cpu", "cuda"))
-# Verifier models (cross-encoders in local directories; see pipeline/verifiers.py).
+# Verifier models (cross-encoders in local directories; see judges/verifiers.py).
 CAIRN_NLI_MODEL = Path(env_str("CAIRN_NLI_MODEL", str(BASE_DIR / "models" / "nli")))
 CAIRN_NLI_LABELS = env_list("CAIRN_NLI_LABELS", ["entailment", "neutral", "contradiction"])  # for unnamed labels
 CAIRN_RELEVANCE_MODEL = Path(env_str("CAIRN_RELEVANCE_MODEL", str(BASE_DIR / "models" / "relevance")))
-# Does this sentence state an answer to this question (pipeline/answer_data.py)? A cross-encoder directory.
+# Does this sentence state an answer to this question (judges/answer_data.py)? A cross-encoder directory.
 CAIRN_ANSWER_MODEL = Path(env_str("CAIRN_ANSWER_MODEL", str(BASE_DIR / "models" / "answer")))
 CAIRN_VERIFIER_BATCH_SIZE = env_int("CAIRN_VERIFIER_BATCH_SIZE", 128, minimum=1)  # most pairs in a batch
 CAIRN_VERIFIER_BATCH_TOKENS = env_int("CAIRN_VERIFIER_BATCH_TOKENS", 6144, minimum=64)  # padded tokens per batch
 CAIRN_VERIFIER_MAX_LENGTH = env_int("CAIRN_VERIFIER_MAX_LENGTH", 256, minimum=16)
 # auto: float16 on a GPU, bfloat16 on CPUs with AMX (about 2.7x faster than float32 there), float32 elsewhere.
 CAIRN_VERIFIER_DTYPE = env_choice("CAIRN_VERIFIER_DTYPE", "auto", ("auto", "float32", "bfloat16"))
-# Thresholds from `manage.py calibrate_gate` (pipeline/calibration.py); the environment overrides them.
+# Thresholds from `manage.py calibrate_gate` (judges/calibration.py); the environment overrides them.
 CAIRN_CALIBRATION_FILE = Path(env_str("CAIRN_CALIBRATION_FILE", str(BASE_DIR / "models" / "calibration.json")))
-_calibrated = read_calibration(CAIRN_CALIBRATION_FILE)
+_calibrated = _calibration_read(CAIRN_CALIBRATION_FILE)
 # The answer judge (pipeline/extractive.py), calibrated by calibrate_gate: a sentence is accepted as
 # stating the answer above the threshold (5% of a passage's other sentences pass); when even the
 # best sentence is below the floor (5% of answer sentences are) no passage states the answer.
@@ -224,7 +238,7 @@ CAIRN_GROUNDING_THRESHOLD = env_float(
     "CAIRN_GROUNDING_THRESHOLD", _calibrated.get("grounding_threshold", 0.65), minimum=0.0, maximum=1.0
 )
 # A passage's relevance: the evaluator stacked with the embedder's cosine similarity, weights fitted
-# by calibrate_gate (pipeline/calibration.py); without them, the evaluator's score alone. The CRAG
+# by calibrate_gate (judges/calibration.py); without them, the evaluator's score alone. The CRAG
 # thresholds below are on that scale; strips (sentences) are scored by the evaluator alone.
 CAIRN_RELEVANCE_STACK = _calibrated.get("relevance_stack")
 CAIRN_RELEVANCE_UPPER = env_float(

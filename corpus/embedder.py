@@ -61,7 +61,7 @@ class SentenceTransformerEmbedder:
                 "to a local sentence-transformers model directory, or unset it to use the bundled MiniLM."
             ) from exc
         if self.device == "cuda":
-            self._model.half()  # converted after loading, as the verifiers do (pipeline/verifiers.py)
+            self._model.half()  # converted after loading, as the verifiers do (judges/verifiers.py)
         self.name = model
         self.batch_size = device_batch(batch_size, self.device)
         self.tokenizer = self._model.tokenizer

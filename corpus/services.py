@@ -83,7 +83,7 @@ def curators_group_ensure() -> Group:
 
 
 def collection_gate_calibration_save(*, collection: Collection, calibration: dict, actor=None) -> Collection:
-    """Store the gate thresholds fitted to `collection` (pipeline.collection_calibration; {} clears
+    """Store the gate thresholds fitted to `collection` (judges.collection_calibration; {} clears
     them: the global ones apply again), with an audit row of the old and new upper threshold."""
     before = collection.gate_calibration.get("relevance_upper")
     collection.gate_calibration = calibration

@@ -1,4 +1,4 @@
-"""Writes to write-backs: propose, publish, reject. Validation (pipeline/validation.py) decides
+"""Writes to write-backs: propose, publish, reject. Validation (writeback/validation.py) decides
 which proposals reach review; curators (or the auto-publish policy) decide what is published.
 
 Publishing makes a GENERATED document in the collection of the write-back's best source evidence,
@@ -173,7 +173,7 @@ def writeback_publish(
 
 
 def writeback_reject(writeback: WriteBack, *, actor: AbstractBaseUser, reason: str) -> WriteBack:
-    """A curator rejects a PENDING_REVIEW write-back (pipeline.review also records the critique)."""
+    """A curator rejects a PENDING_REVIEW write-back (writeback.review also records the critique)."""
     if not reason.strip():
         raise CairnError("reason", "say why the write-back is rejected: the reason becomes a critique")
     with transaction.atomic():

@@ -11,8 +11,8 @@ from config.exceptions import CairnError
 from corpus.admin import CuratedAdmin
 from corpus.models import WriteBack
 from pipeline.models import Answer, Critique, Evidence, ExperienceLog
-from pipeline.review import writeback_approve, writeback_dismiss
 from pipeline.selectors import answers_curated_by, critiques_curated_by, writeback_siblings, writebacks_curated_by
+from writeback.review import writeback_approve, writeback_dismiss
 
 
 class EvidenceInline(admin.TabularInline):
@@ -102,7 +102,7 @@ class ReviewForm(forms.ModelForm):
 
 @admin.register(WriteBack)
 class WriteBackAdmin(CuratedAdmin):
-    """The curators' review queue. Every decision goes through pipeline.review, as the API's do."""
+    """The curators' review queue. Every decision goes through writeback.review, as the API's do."""
 
     form = ReviewForm
     list_display = ["id", "short_question", "asked", "status", "collection", "grounding", "attribution", "novelty",

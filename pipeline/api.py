@@ -22,10 +22,10 @@ from corpus.embedder import embedder_loaded
 from corpus.models import WriteBack
 from corpus.permissions import IsCurator
 from pipeline.models import Answer, Evidence
-from pipeline.review import writeback_approve, writeback_dismiss
 from pipeline.selectors import answer_get, writeback_list, writebacks_curated_by
 from pipeline.services import query_state
 from pipeline.stages import QueryState, pipeline_events, pipeline_run
+from writeback.review import writeback_approve, writeback_dismiss
 
 log = logging.getLogger(__name__)
 

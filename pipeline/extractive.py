@@ -3,7 +3,7 @@
 The lead passage is the first VERIFIED one, the best-ranked by retrieval, reputation and the gate
 (on held-out NQ it is the gold passage 88% of the time; the passage holding the single best-judged
 sentence among all VERIFIED ones is, less often). The answer judge
-(pipeline/verifiers.get_answer_judge) scores its sentences against the question, and
+(judges/verifiers.get_answer_judge) scores its sentences against the question, and
 `answer_selection` keeps the smallest set it supports: the best sentence, then the others, best
 first, while the judge accepts them (CAIRN_ANSWER_THRESHOLD) or rates them within the relative
 margin of the best (score >= CAIRN_ANSWER_MARGIN x best). An answer often spans two sentences of one

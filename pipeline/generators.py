@@ -24,16 +24,19 @@ import time
 from collections.abc import Generator as Stream
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 from django.conf import settings
 
 from corpus.chunking import split_sentences
 from corpus.citations import citation_numbers, keep_citations
+from corpus.strips import under
 from pipeline import extractive
 from pipeline.extractive import Sentence, answer_selection, lead_switch, making_room, others_joining
-from pipeline.gate import under
+
+if TYPE_CHECKING:
+    from pipeline.gate import Candidate
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
 NOT_STATED = "No passage states the answer; these look related:"
@@ -53,6 +56,17 @@ class EvidenceText:
     relevances: tuple[float, ...] = ()  # the gate's relevance of each strip (0 where not scored)
     labels: tuple[str, ...] = ()  # the heading or term each strip sits under (gate.Strip.label)
     shows: tuple[str, ...] = ()  # the short code block each strip introduces, or "" (gate.Strip.shows)
+
+
+def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
+    return [
+        EvidenceText(
+            c.n, c.refined or c.text, c.title, c.origin, tuple(s.shown for s in c.strips),
+            tuple(s.labelled for s in c.strips), tuple(s.relevance for s in c.strips), tuple(s.label for s in c.strips),
+            tuple(s.shows for s in c.strips),
+        )
+        for c in candidates
+    ]  # fmt: skip
 
 
 @dataclass
@@ -99,7 +113,7 @@ class _Strip:
 
 
 def _strips(evidence: EvidenceText) -> list[_Strip]:
-    from pipeline.gate import strips_of
+    from corpus.strips import strips_of
 
     texts = list(evidence.sentences) or strips_of(evidence.text)
     judged = list(evidence.judged) if len(evidence.judged) == len(texts) else texts
@@ -202,7 +216,7 @@ def _cited(strip: str, n: int, code: str = "") -> str:
 
 def _judged(question: str, strips: list[_Strip]) -> list[Sentence]:
     """The answer judge's score of each strip, in one batched call."""
-    from pipeline.verifiers import get_answer_judge
+    from judges.verifiers import get_answer_judge
 
     if not strips:
         return []

@@ -3,7 +3,7 @@
 Only VERIFIED evidence reaches a generator, but a model still writes what its evidence does not
 say: a famous name for the one in the passage, a date from its own memory, the prompt's quoting
 markers. Each sentence, once complete, is judged as the claim it makes about the question
-(pipeline/grounding.py, the judgment validation uses): its citations must point at evidence that
+(judges/grounding.py, the judgment validation uses): its citations must point at evidence that
 entails it, at CAIRN_GROUNDING_THRESHOLD (calibrated by calibrate_gate); an uncited sentence, or
 one whose citations do not support it, is checked against all the evidence and shown citing the
 passage that entails it. The NLI model judges a claim against a whole passage and passes fluent
@@ -29,9 +29,7 @@ from collections.abc import Generator as Stream
 from django.conf import settings
 
 from corpus.chunking import split_sentences
-from pipeline.extractive import content_terms
-from pipeline.generators import NOT_FOUND_MARK, EvidenceText, Generation
-from pipeline.grounding import (
+from judges.grounding import (
     SHORT_ANSWER_WORDS,
     SentenceCheck,
     answer_relevance,
@@ -39,7 +37,9 @@ from pipeline.grounding import (
     check_grounding,
     claim_for,
 )
-from pipeline.verifiers import get_answer_judge
+from judges.verifiers import get_answer_judge
+from pipeline.extractive import content_terms
+from pipeline.generators import NOT_FOUND_MARK, EvidenceText, Generation
 
 SHOWN, UNSUPPORTED = "shown", "unsupported"
 

@@ -21,8 +21,9 @@ import numpy as np
 from django.conf import settings
 
 from corpus.selectors import chunk_search
-from pipeline.gate import Bucket, Candidate, Strip, candidate_from_hit, refine
-from pipeline.generators import LLM, Generation, quoted
+from corpus.strips import Strip
+from pipeline.gate import Bucket, Candidate, candidate_from_hit, refine
+from pipeline.generators import LLM, Generation, evidence_texts, quoted
 
 
 def answers_agreement(nli, first: str, second: str) -> float:
@@ -82,7 +83,6 @@ def _numbers(citations: str) -> list[int]:
 
 
 def _answer_pair(state, generator: LLM, evidence) -> tuple[Generation, Generation]:
-    from pipeline.stages import evidence_texts
 
     texts = evidence_texts(evidence)
     return (
@@ -92,7 +92,6 @@ def _answer_pair(state, generator: LLM, evidence) -> tuple[Generation, Generatio
 
 
 def _infer(state, generator: LLM) -> list[Candidate]:
-    from pipeline.stages import evidence_texts
 
     listing = "\n".join(quoted(f"[{e.n}]", e.text) for e in evidence_texts(state.verified))
     reply = generator.complete(

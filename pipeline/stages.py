@@ -26,26 +26,18 @@ from corpus.consistency import consistency_score
 from corpus.embedder import get_embedder
 from corpus.models import Document
 from corpus.selectors import Hit, calibrated_relevance_upper, chunk_search, collections_quoted_by, question_terms
+from corpus.strips import Strip, strips_of
 from corpus.writebacks import writeback_propose
-from pipeline.gate import (
-    Action,
-    Bucket,
-    Candidate,
-    Gate,
-    Strip,
-    action_for,
-    answerable_relevances,
-    candidate_from_hit,
-    strips_of,
-)
+from judges.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
+from pipeline.gate import Action, Bucket, Candidate, Gate, action_for, answerable_relevances, candidate_from_hit
 from pipeline.gate import refine as refine_strips
 from pipeline.generators import (
     LLMS,
-    EvidenceText,
     Generation,
     GeneratorUnavailable,
     answer_pieces,
     disagreement,
+    evidence_texts,
     get_generator,
     get_llm,
     not_found,
@@ -54,10 +46,9 @@ from pipeline.models import Answer, Evidence
 from pipeline.output_gate import Withheld, gated
 from pipeline.search import SearchError, get_search_provider, keyword_query, trusted_first
 from pipeline.selectors import critiques_similar
-from pipeline.tasks import writeback_validate_enqueue
-from pipeline.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
 from reputation.ranking import hits_rank
 from reputation.services import credits_record
+from writeback.tasks import writeback_validate_enqueue
 
 
 @dataclass
@@ -186,17 +177,6 @@ def _search_query(state: QueryState) -> str:
 
 def refine(state: QueryState) -> None:
     refine_strips(state.candidates)
-
-
-def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
-    return [
-        EvidenceText(
-            c.n, c.refined or c.text, c.title, c.origin, tuple(s.shown for s in c.strips),
-            tuple(s.labelled for s in c.strips), tuple(s.relevance for s in c.strips), tuple(s.label for s in c.strips),
-            tuple(s.shows for s in c.strips),
-        )
-        for c in candidates
-    ]  # fmt: skip
 
 
 def recall(state: QueryState) -> None:
@@ -451,3 +431,17 @@ def _found(state: QueryState, stage: Stage) -> dict:
     if stage is generate:
         return {"found": state.generation.found}
     return {}
+
+
+def best_answerable_relevance(question: str, collection, reader: AbstractBaseUser) -> float:
+    """The best relevance among the chunks that hold the question's key terms, as the pipeline's
+    retrieval, ranking and gate find them (0 when none holds them)."""
+    state = QueryState(user=reader, question=question, top_k=8, mode="fast", collection_ids=[collection.id])
+    for stage in (embed_query, retrieve, rank):
+        stage(state)
+    terms = question_terms(user=reader, question=question, collection_ids=[collection.id])
+    # Coverage and relevance only: no NLI model or answer judge is read (agreement is not scored).
+    gate = Gate(question, get_relevance_model(), None, None, query_vector=state.query_vector, terms=terms)
+    gate.score_coverage(state.candidates)
+    gate.score_relevance(state.candidates)
+    return max(answerable_relevances(state.candidates), default=0.0)

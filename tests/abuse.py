@@ -107,11 +107,11 @@ def question_asked(question: str) -> None:
     """The request path's text functions over the question, before and between the models."""
     from corpus.instructions import addresses_a_model
     from corpus.selectors import DOTTED, SNAKE_CASE
+    from judges.nli_data import claim_from
+    from judges.verifiers import asking_sentence
     from pipeline.extractive import content_terms
     from pipeline.gate import without_echo, written_as_name
-    from pipeline.nli_data import claim_from
     from pipeline.search import keyword_query
-    from pipeline.verifiers import asking_sentence
 
     asking_sentence(question)
     content_terms(question)
@@ -128,8 +128,8 @@ def question_asked(question: str) -> None:
 def writeback_edit(answer: str) -> None:
     """A curator's edited answer: split into cited sentences and made into what would be published."""
     from corpus.citations import citation_numbers, keep_citations, without_citations
-    from pipeline.grounding import answer_sentences, verbatim_in
-    from pipeline.validation import attribution_score, proposed_text
+    from judges.grounding import answer_sentences, verbatim_in
+    from writeback.validation import attribution_score, proposed_text
 
     sentences = answer_sentences(answer)
     proposed_text("Who got the first Nobel Prize in Physics?", sentences, [{"n": 1, "title": "Nobel"}])
@@ -144,15 +144,16 @@ def writeback_edit(answer: str) -> None:
 def critique_reason(reason: str) -> None:
     """A curator's reason for rejecting a write-back, as later answers are warned with it."""
     from pipeline.generators import answer_prompt
-    from pipeline.validation import critique_text
+    from writeback.validation import critique_text
 
     answer_prompt("When did it open?", [], warnings=[critique_text([{"check": "curator", "reason": reason}])])
 
 
 def search_result(text: str) -> None:
     """An external search result's text, cut into strips and judged without the question's echo."""
+    from corpus.strips import strips_of
     from pipeline.extractive import content_terms
-    from pipeline.gate import strips_of, without_echo
+    from pipeline.gate import without_echo
 
     for strip in strips_of(text):
         content_terms(strip)

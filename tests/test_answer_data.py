@@ -3,8 +3,8 @@ other sentences the hard negatives, and articles never straddle the train/held-o
 
 import json
 
-from pipeline.answer_data import gold_passage_pairs, qnli_pairs, squad_pairs
-from pipeline.relevance_data import RelevanceExample
+from judges.answer_data import gold_passage_pairs, qnli_pairs, squad_pairs
+from judges.relevance_data import RelevanceExample
 
 CONTEXT = (
     "The Aurora project started in 2019. It is led by Dr. Mira Okafor of the research division. "

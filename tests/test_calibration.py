@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from pipeline.calibration import (
+from judges.calibration import (
     read_calibration,
     relevance_stack_fit,
     relevance_stacked,

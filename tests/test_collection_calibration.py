@@ -13,7 +13,7 @@ from django.test import Client
 
 from corpus.models import AuditEvent, Collection
 from corpus.selectors import calibrated_relevance_upper
-from pipeline.collection_calibration import absent_word, calibration_questions
+from judges.collection_calibration import absent_word, calibration_questions
 from pipeline.gate import Action, Bucket, action_for, bucket_for
 
 HANDBOOK = """# Operations handbook

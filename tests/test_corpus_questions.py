@@ -1,10 +1,10 @@
-"""Questions written from a collection's own headings and definition terms (pipeline/corpus_questions.py):
+"""Questions written from a collection's own headings and definition terms (judges/corpus_questions.py):
 what they ask, which sentence answers them, and which sections are their hard negatives."""
 
 import pytest
 from django.core.management.base import CommandError
 
-from pipeline.corpus_questions import (
+from judges.corpus_questions import (
     SectionChunk,
     answer_pairs,
     heading_subject,
@@ -110,8 +110,8 @@ fsync
 def test_training_pairs_come_from_an_ingested_collection_and_an_empty_one_is_refused(tmp_path):
     from django.core.management import call_command
 
-    from pipeline.answer_data import ANSWER_LABELS
-    from pipeline.corpus_questions import NoSectionQuestions, collections_training_pairs
+    from judges.answer_data import ANSWER_LABELS
+    from judges.corpus_questions import NoSectionQuestions, collections_training_pairs
 
     (tmp_path / "settings.md").write_text(SETTINGS_MARKDOWN)
     call_command("ingest", str(tmp_path), collection="handbook", verbosity=0)
@@ -131,7 +131,7 @@ def test_a_retracted_documents_chunks_teach_nothing(tmp_path):
 
     from corpus.lineage import document_retract
     from corpus.models import Document
-    from pipeline.corpus_questions import collection_chunks
+    from judges.corpus_questions import collection_chunks
 
     (tmp_path / "settings.md").write_text(SETTINGS_MARKDOWN)
     call_command("ingest", str(tmp_path), collection="handbook", verbosity=0)

@@ -76,7 +76,7 @@ def test_an_edited_approve_is_no_search_oracle_over_collections_the_curator_does
 
 def test_validation_measures_novelty_within_the_collections_a_write_back_shows(hr, handbook, bob):
     """A pending hr write-back is no "nearest" for a handbook one, though the texts are the same."""
-    from pipeline.validation import nearest_existing
+    from writeback.validation import nearest_existing
 
     salary = Document.objects.get(collection=hr)
     hr_pending = pending(candidate(hr, salary, SALARY + " [1]"))

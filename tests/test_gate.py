@@ -6,26 +6,23 @@ from django.conf import settings
 from django.test import override_settings
 
 from corpus.selectors import Hit, QuestionTerms
-from pipeline.calibration import relevance_stacked
+from corpus.strips import Strip, section_of, strips_in_context, strips_of
+from judges.calibration import relevance_stacked
+from judges.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
 from pipeline.gate import (
     Action,
     Bucket,
     Candidate,
     Gate,
-    Strip,
     action_for,
     agreement_scores,
     bucket_for,
     could_disagree,
     refine,
     relevance_grade,
-    section_of,
-    strips_in_context,
-    strips_of,
     trust_score,
     unknown_names,
 )
-from pipeline.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
 
 QUESTION = "who got the first nobel prize in physics"
 TRUE = (

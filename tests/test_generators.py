@@ -65,8 +65,8 @@ def test_sentences_from_other_verified_passages_do_not_pad_the_answer():
 
 
 def test_every_sentence_of_an_extractive_answer_is_cited_even_inside_a_joined_strip():
-    from pipeline.grounding import answer_sentences
-    from pipeline.validation import attribution_score
+    from judges.grounding import answer_sentences
+    from writeback.validation import attribution_score
 
     strip = "Built in 1889. The city museum first opened its doors to visitors in 1889."  # gate joins fragments
     generation = ExtractiveGenerator().generate(
@@ -80,9 +80,9 @@ def test_a_quoted_sentence_that_introduces_a_short_code_block_brings_the_block()
     """ "…requires the addition of these two directives:" names them only in the configuration
     below it: the answer shows the block, indented, before the citation, so validation reads the
     sentence and its code as one cited claim."""
-    from pipeline.gate import strips_in_context
-    from pipeline.grounding import answer_sentences
-    from pipeline.validation import attribution_score
+    from corpus.strips import strips_in_context
+    from judges.grounding import answer_sentences
+    from writeback.validation import attribution_score
 
     text = (
         "Enabling OCSP stapling requires only the addition of these two directives:\n\n"
@@ -151,8 +151,8 @@ def test_not_found_reply_and_unreachable_server():
 
 def test_only_citation_markers_are_citations_never_subscripts_in_quoted_code():
     from corpus.writebacks import same_answer
-    from pipeline.grounding import answer_sentences
-    from pipeline.validation import attribution_score
+    from judges.grounding import answer_sentences
+    from writeback.validation import attribution_score
 
     reply = "Declare the buffer as char dbname[1024]; in C [1]. The cell m[1][2] is read first. [2][7]"
     generation = parse_answer(reply, {1, 2}, "ollama")
@@ -188,7 +188,7 @@ def test_evidence_reaches_the_model_quoted_and_cannot_close_its_quote():
 @override_settings(CAIRN_ANSWER_MARGIN=0.0)  # every sentence of the entry joins: three under one name
 def test_an_api_entry_is_named_once_before_its_quoted_sentences():
     # A Markdown reference heads each function with its name in code; its sentences never say it.
-    from pipeline.gate import strips_in_context
+    from corpus.strips import strips_in_context
 
     text = (
         "## `os.availableParallelism()`\n\n"

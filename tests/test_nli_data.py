@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from pipeline.nli_data import (
+from judges.nli_data import (
     CONTRADICTION,
     ENTAILMENT,
     HELD_OUT,

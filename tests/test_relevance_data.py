@@ -3,7 +3,7 @@
 import pytest
 
 from corpus.models import Collection, Document
-from pipeline.relevance_data import (
+from judges.relevance_data import (
     Mined,
     RelevanceExample,
     answer_strip,

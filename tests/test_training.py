@@ -7,8 +7,8 @@ import random
 from django.conf import settings
 from safetensors import safe_open
 
-from pipeline.relevance_data import RELEVANCE_LABELS
-from pipeline.training import TrainingConfig, _length_grouped_batches, train_classifier
+from judges.relevance_data import RELEVANCE_LABELS
+from judges.training import TrainingConfig, _length_grouped_batches, train_classifier
 
 
 def test_batches_cover_every_pair_once_group_by_length_and_repeat_on_resume():

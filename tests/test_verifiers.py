@@ -8,8 +8,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from corpus.embedder import bundled_model_path
-from pipeline import verifiers
-from pipeline.verifiers import CrossEncoderEntailment, CrossEncoderRelevance, label_order
+from judges import verifiers
+from judges.verifiers import CrossEncoderEntailment, CrossEncoderRelevance, label_order
 
 PAIRS = [("A man is playing a guitar on stage.", "A man plays music."), ("The cat sleeps.", "The dog barks loudly.")]
 

@@ -21,8 +21,8 @@ from django_q.models import OrmQ, Task
 from corpus.models import Chunk, WriteBack
 from corpus.writebacks import writeback_propose
 from pipeline.models import Critique
-from pipeline.tasks import writeback_validate_enqueue
 from tests.threads import committed
+from writeback.tasks import writeback_validate_enqueue
 
 pytestmark = [
     pytest.mark.django_db,

@@ -16,13 +16,13 @@ from corpus.models import AuditEvent, Chunk, Document, WriteBack
 from corpus.selectors import chunks_readable_by
 from corpus.services import collection_get_or_create, documents_ingest
 from corpus.writebacks import writeback_propose, writeback_publish
-from pipeline.grounding import answer_sentences
+from judges.grounding import answer_sentences
+from judges.nli_data import read_jsonl
 from pipeline.models import Critique, ExperienceLog
-from pipeline.nli_data import read_jsonl
 from pipeline.services import question_answer
-from pipeline.validation import proposed_text, validate, writeback_validate
 from tests import loopback
 from tests.conftest import client_for
+from writeback.validation import proposed_text, validate, writeback_validate
 
 AURORA = [
     ("Aurora project lead", "The Aurora project is led by Dr. Mira Okafor, who joined the research division in 2019."),

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from corpus.audit import audit
-from pipeline.answer_data import answer_judge_sets
-from pipeline.calibration import (
+from judges.answer_data import answer_judge_sets
+from judges.calibration import (
     read_calibration,
     relevance_stack_fit,
     relevance_stacked,
@@ -19,9 +19,9 @@ from pipeline.calibration import (
     upper_threshold,
     write_calibration,
 )
-from pipeline.nli_data import DEFAULT_DATA, SharedDataMissing, calibration_split, claim_from, shared_splits
-from pipeline.relevance_data import score_pairs, shared_relevance_sets, tqdm_progress
-from pipeline.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
+from judges.nli_data import DEFAULT_DATA, SharedDataMissing, calibration_split, claim_from, shared_splits
+from judges.relevance_data import score_pairs, shared_relevance_sets, tqdm_progress
+from judges.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
 
 
 class Command(BaseCommand):
@@ -53,7 +53,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--collection", metavar="SLUG",
             help="Fit the upper relevance threshold to this collection's own text instead, without labels "
-            "(pipeline/collection_calibration.py): stored on the collection, used for questions asked of it.",
+            "(judges/collection_calibration.py): stored on the collection, used for questions asked of it.",
         )  # fmt: skip
         parser.add_argument("--questions", type=int, default=200, help="With --collection: questions to write (200).")
         parser.add_argument("--clear", action="store_true", help="With --collection: drop its fitted threshold.")
@@ -170,8 +170,9 @@ class Command(BaseCommand):
 
         from corpus.models import Collection
         from corpus.services import collection_gate_calibration_save
-        from pipeline.collection_calibration import collection_gate_calibration
-        from pipeline.corpus_questions import NoSectionQuestions
+        from judges.collection_calibration import collection_gate_calibration
+        from judges.corpus_questions import NoSectionQuestions
+        from pipeline.stages import best_answerable_relevance
 
         found = Collection.objects.filter(slug=slug).first()
         if found is None:
@@ -185,8 +186,9 @@ class Command(BaseCommand):
         try:
             with tqdm(total=questions, desc=f"asking {slug}", unit="question") as bar:
                 fitted = collection_gate_calibration(
-                    found, questions=questions, far=far, search_budget=search_budget, progress=bar.update
-                )
+                    found, relevance_of=best_answerable_relevance, questions=questions, far=far,
+                    search_budget=search_budget, progress=bar.update,
+                )  # fmt: skip
         except NoSectionQuestions as empty:
             raise CommandError(str(empty)) from empty
         collection_gate_calibration_save(collection=found, calibration=fitted)
@@ -221,7 +223,7 @@ class Command(BaseCommand):
 def _answer_judge_thresholds(data: Path, splits, *, far: float, frr: float) -> tuple[dict, dict]:
     """The answer judge's thresholds and what they accept on the calibration part. Does this
     sentence state the answer? Its negatives are the same passage's other sentences
-    (pipeline/answer_data.py): at most `far` of them accepted. Below the stated floor even the best
+    (judges/answer_data.py): at most `far` of them accepted. Below the stated floor even the best
     sentence states nothing: at most `frr` of answer sentences are."""
     judged = answer_judge_sets(data, splits)["calibration"]
     scores = score_pairs(get_answer_judge(), judged)

@@ -4,8 +4,8 @@ from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
 from corpus.models import WriteBack
-from pipeline.tasks import writeback_validate_enqueue
-from pipeline.validation import writeback_validate
+from writeback.tasks import writeback_validate_enqueue
+from writeback.validation import writeback_validate
 
 
 class Command(BaseCommand):

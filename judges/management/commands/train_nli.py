@@ -6,9 +6,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from pipeline.corpus_questions import collection_chunks
-from pipeline.nli_data import DEFAULT_DATA, LABELS, SharedDataMissing, nli_training_pairs, shared_splits
-from pipeline.training import add_training_arguments, train_command
+from judges.corpus_questions import collection_chunks
+from judges.nli_data import DEFAULT_DATA, LABELS, SharedDataMissing, nli_training_pairs, shared_splits
+from judges.training import add_training_arguments, train_command
 
 
 class Command(BaseCommand):

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corpus.chunking import split_sentences
-from pipeline.nli_data import SPLIT_SEED, calibration_split, shared_path
-from pipeline.relevance_data import _mentions, _words, halueval_examples, nq_examples
+from judges.nli_data import SPLIT_SEED, calibration_split, shared_path
+from judges.relevance_data import _mentions, _words, halueval_examples, nq_examples
 
 ANSWER_LABELS = ("other", "answer")
 HELD_OUT_ARTICLES = 0.3  # share of SQuAD/XQuAD/QNLI articles never trained on

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from django_q.tasks import async_task
 
-VALIDATE = "pipeline.tasks.writeback_validate"
+VALIDATE = "writeback.tasks.writeback_validate"
 
 
 def writeback_validate(writeback_id: int) -> str:
-    from pipeline.validation import writeback_validate as validate
+    from writeback.validation import writeback_validate as validate
 
     writeback = validate(writeback_id)
     return writeback.status if writeback else "already validated"

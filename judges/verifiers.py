@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from corpus.devices import device_batch, torch_device
-from pipeline.nli_data import LABELS
+from judges.nli_data import LABELS
 
 
 class EntailmentModel(Protocol):
@@ -188,7 +188,7 @@ class CrossEncoderRelevance:
 
 class CrossEncoderAnswerJudge(CrossEncoderRelevance):
     """P(answer) for (question, sentence): does the sentence state an answer to the question?
-    Trained with the passage's other sentences as negatives (pipeline/answer_data.py).
+    Trained with the passage's other sentences as negatives (judges/answer_data.py).
 
     A question that sets the scene before it asks ("I want tenants to use only Redirect in their
     .htaccess files. Which directive lets me allow individual directives by name?") is also read

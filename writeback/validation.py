@@ -1,6 +1,6 @@
 """The acceptance layer (seed 000, Bidirectional RAG): may this answer become a corpus addition?
 
-Runs in the background (pipeline/tasks.py) on the write-back the answer proposed, and again,
+Runs in the background (writeback/tasks.py) on the write-back the answer proposed, and again,
 synchronously, when a curator edits one. Three checks, thresholds in settings:
 
 - grounding (Eq. 8): the mean over answer sentences of the best NLI entailment against the
@@ -52,7 +52,7 @@ from corpus.models import Chunk, Document, WriteBack
 from corpus.selectors import documents_within, writeback_collection_ids, writebacks_within
 from corpus.services import embedding_input
 from corpus.writebacks import cap_reason, writeback_publish, writeback_title
-from pipeline.grounding import SentenceCheck, answer_relevance, answer_sentences, check_grounding, claim_for
+from judges.grounding import SentenceCheck, answer_relevance, answer_sentences, check_grounding, claim_for
 from pipeline.models import Answer, Critique, ExperienceLog
 
 

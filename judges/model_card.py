@@ -24,7 +24,7 @@ PURPOSE = {
         "question? Trained with the same passage's other sentences as negatives, the distinction the relevance "
         "evaluator (which learned topic) barely makes. Used by the extractive answer (which sentences answer), "
         "cross-chunk agreement (which chunks take a side) and write-back validation. "
-        "`pipeline.verifiers.get_answer_judge()`, CAIRN_ANSWER_MODEL."
+        "`judges.verifiers.get_answer_judge()`, CAIRN_ANSWER_MODEL."
     ),
 }
 LIMITATIONS = {

@@ -10,7 +10,7 @@ from corpus.embedder import get_embedder
 from corpus.models import WriteBack
 from corpus.writebacks import writeback_publish, writeback_reject
 from pipeline.models import Critique
-from pipeline.validation import advice_record, critique_record, validate
+from writeback.validation import advice_record, critique_record, validate
 
 
 def writeback_approve(

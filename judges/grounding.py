@@ -1,6 +1,6 @@
 """Does the evidence support what an answer says? One judgment, shared by the output gate, which
 checks an LLM's sentences before anyone reads them (pipeline/output_gate.py), and by validation,
-which decides whether an answer may become a corpus addition (pipeline/validation.py).
+which decides whether an answer may become a corpus addition (writeback/validation.py).
 
 A sentence is judged as the claim it makes about its question: "Delhi." alone is entailed by
 nothing, "Delhi is the capital of India." can be (nli_data.claim_from, the same form the NLI
@@ -17,8 +17,8 @@ from django.conf import settings
 from corpus.chunking import split_sentences
 from corpus.citations import CITATION_MARKER, citation_numbers
 from corpus.models import Document
-from pipeline.nli_data import claim_from
-from pipeline.verifiers import get_answer_judge, get_entailment_model
+from judges.nli_data import claim_from
+from judges.verifiers import get_answer_judge, get_entailment_model
 
 SHORT_ANSWER_WORDS = 4  # a sentence this short is an answer fragment: judge the claim it makes
 

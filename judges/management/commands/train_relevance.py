@@ -6,10 +6,10 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from pipeline.corpus_questions import NoSectionQuestions, collections_training_pairs, relevance_pairs
-from pipeline.nli_data import DEFAULT_DATA, SharedDataMissing, shared_splits
-from pipeline.relevance_data import RELEVANCE_LABELS, shared_relevance_sets, tqdm_progress
-from pipeline.training import add_training_arguments, train_command
+from judges.corpus_questions import NoSectionQuestions, collections_training_pairs, relevance_pairs
+from judges.nli_data import DEFAULT_DATA, SharedDataMissing, shared_splits
+from judges.relevance_data import RELEVANCE_LABELS, shared_relevance_sets, tqdm_progress
+from judges.training import add_training_arguments, train_command
 
 
 class Command(BaseCommand):
@@ -27,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--from-corpus", metavar="SLUG", action="append", default=[],
             help="Add questions written from this collection's headings and definition terms against their "
-            "section and its neighbouring sections (pipeline/corpus_questions.py); repeat for several.",
+            "section and its neighbouring sections (judges/corpus_questions.py); repeat for several.",
         )  # fmt: skip
 
     def handle(self, *args, data, base, output, negatives, from_corpus, seed, **options):

@@ -4,7 +4,7 @@
 The global thresholds were fitted on Wikipedia QA (models/calibration.json). On a manual the
 relevance evaluator reads every chunk as relevant to every technical question, so a customer's
 corpus needs thresholds for its own domain, and it has no labelled questions. Its structure writes
-them (pipeline/corpus_questions.py: "What does os.lstat do?" from an entry's heading):
+them (judges/corpus_questions.py: "What does os.lstat do?" from an entry's heading):
 - positives: those questions, each answered by the section it was written from;
 - negatives: the same questions with their subject's longest word scrambled into one the
   collection never holds ("What does os.tslat do?"): what a reader asks about a thing the
@@ -12,7 +12,7 @@ them (pipeline/corpus_questions.py: "What does os.lstat do?" from an entry's hea
 Each is asked as the pipeline asks it (retrieval, ranking, the gate's coverage and relevance),
 and its score is the best relevance among the chunks that hold its key terms (0 when none does:
 the answerability check already answers "not found"). The threshold is chosen as calibrate_gate
-chooses the global one (pipeline.calibration.upper_threshold): it admits at most `far` of the
+chooses the global one (judges.calibration.upper_threshold): it admits at most `far` of the
 negatives unless that sends more than `search_budget` of the positives to external search.
 
 Measured on the Python docs (200 questions, 2.3 minutes; README): 0.604 against the global 0.460,
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -31,9 +32,8 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from corpus.models import Chunk, Collection
-from corpus.selectors import question_terms
-from pipeline.calibration import upper_threshold
-from pipeline.corpus_questions import NoSectionQuestions, collection_chunks, section_questions
+from judges.calibration import upper_threshold
+from judges.corpus_questions import NoSectionQuestions, collection_chunks, section_questions
 
 _WORD = re.compile(r"[^\W\d_]{4,}")
 
@@ -83,37 +83,28 @@ def calibration_questions(collection: Collection, *, limit: int, seed: int = 13)
     return chosen
 
 
-def best_answerable_relevance(question: str, collection: Collection, reader: User) -> float:
-    """The best relevance among the chunks that hold the question's key terms, as the pipeline's
-    retrieval, ranking and gate find them (0 when none holds them)."""
-    from pipeline.gate import Gate, answerable_relevances
-    from pipeline.stages import QueryState, embed_query, rank, retrieve
-    from pipeline.verifiers import get_relevance_model
-
-    state = QueryState(user=reader, question=question, top_k=8, mode="fast", collection_ids=[collection.id])
-    for stage in (embed_query, retrieve, rank):
-        stage(state)
-    terms = question_terms(user=reader, question=question, collection_ids=[collection.id])
-    # Coverage and relevance only: no NLI model or answer judge is read (agreement is not scored).
-    gate = Gate(question, get_relevance_model(), None, None, query_vector=state.query_vector, terms=terms)
-    gate.score_coverage(state.candidates)
-    gate.score_relevance(state.candidates)
-    return max(answerable_relevances(state.candidates), default=0.0)
-
-
 def collection_gate_calibration(
-    collection: Collection, *, questions: int = 200, far: float = 0.05, search_budget: float = 0.10, progress=None
+    collection: Collection,
+    *,
+    relevance_of: Callable[[str, Collection, User], float],
+    questions: int = 200,
+    far: float = 0.05,
+    search_budget: float = 0.10,
+    progress=None,
 ) -> dict:
     """The collection's fitted upper threshold and what it saw, ready for Collection.gate_calibration.
-    Read as an administrator would read the collection (an unsaved superuser: nothing is recorded)."""
+    `relevance_of(question, collection, reader)`: a question's best answerable relevance as the
+    pipeline asks it (pipeline.stages.best_answerable_relevance, passed in: the judges never
+    import the request path). Read as an administrator would read the collection (an unsaved
+    superuser: nothing is recorded)."""
     import numpy as np
 
     reader = User(username="calibrate_gate", is_superuser=True)
     asked = calibration_questions(collection, limit=questions)
     positives, negatives = [], []
     for question in asked:
-        positives.append(best_answerable_relevance(question.question, collection, reader))
-        negatives.append(best_answerable_relevance(question.absent, collection, reader))
+        positives.append(relevance_of(question.question, collection, reader))
+        negatives.append(relevance_of(question.absent, collection, reader))
         if progress:
             progress()
     upper = max(

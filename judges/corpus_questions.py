@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pipeline.gate import Strip, section_of, strips_in_context
+from corpus.strips import Strip, section_of, strips_in_context
 
 # A heading's numbering ("7.1.2.", "A.") and the object kind Sphinx, JSDoc and Javadoc put before a name.
 _NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")

@@ -224,7 +224,7 @@ def shared_relevance_sets(
 
     from django.conf import settings
 
-    from pipeline.nli_data import calibration_split
+    from judges.nli_data import calibration_split
 
     key = hashlib.sha256(
         json.dumps(

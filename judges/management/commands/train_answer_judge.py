@@ -6,10 +6,10 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from pipeline.answer_data import ANSWER_LABELS, answer_judge_sets
-from pipeline.corpus_questions import NoSectionQuestions, answer_pairs, collections_training_pairs
-from pipeline.nli_data import DEFAULT_DATA, SharedDataMissing, shared_splits
-from pipeline.training import add_training_arguments, train_command
+from judges.answer_data import ANSWER_LABELS, answer_judge_sets
+from judges.corpus_questions import NoSectionQuestions, answer_pairs, collections_training_pairs
+from judges.nli_data import DEFAULT_DATA, SharedDataMissing, shared_splits
+from judges.training import add_training_arguments, train_command
 
 
 class Command(BaseCommand):
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--from-corpus", metavar="SLUG", action="append", default=[],
             help="Add questions written from this collection's headings and definition terms "
-            "(pipeline/corpus_questions.py); repeat for several collections.",
+            "(judges/corpus_questions.py); repeat for several collections.",
         )  # fmt: skip
         # 3 epochs: chosen over 2 on the calibration part (benchmarks/answer_judges.py, README).
         add_training_arguments(parser, output=str(settings.CAIRN_ANSWER_MODEL), epochs=3, batch_size=32)
