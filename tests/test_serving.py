@@ -287,6 +287,21 @@ def test_check_deploy_is_clean_with_the_documented_production_settings():
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "var" / "screenshots"  # not committed (var/ is ignored)
+EXPENSES = (
+    "Receipts for travel must be submitted within 30 days of the trip. Claims are paid with the next monthly "
+    "salary. A hotel above 150 euros a night needs a manager's approval. Taxis are refunded only after 10 pm "
+    "or when carrying equipment."
+)
+DOCS_IMAGES = ROOT / "docs" / "images"  # the README's screenshots, committed: written by the browser test
+
+
+def fast_answer(base: str, token: str, question: str) -> dict:
+    """A question asked through the API in fast mode (the browser test's `request` is pytest's)."""
+    status, _, body = request(f"{base}/api/v1/query", token=token, body={"question": question, "mode": "fast"})
+    assert status == 200, body
+    return body
+
+
 # Time-stamps what the ask page shows as it happens: progress lines, streamed text, the final answer.
 WATCH = """
 window.__seen = [];
@@ -304,12 +319,13 @@ new MutationObserver(() => {
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)")
 def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds_it_in_history(
-    served_database, request
+    served_database, request, tmp_path
 ):
     """The ask page in a real browser against the production server (gunicorn): sign in, ask, watch
     progress and the answer stream in, open a citation's card and its document, thumbs down with a
     reason, find it in "my questions", a phone's width without sideways scrolling, and not one
-    request outside the server's own origin on the ask page, the admin or the API docs."""
+    request outside the server's own origin on the ask page, the admin or the API docs; then a
+    curator's review queue of write-backs. The ask page and the queue are the README's pictures."""
     from playwright.sync_api import sync_playwright
 
     shots = SCREENSHOTS / request.node.name
@@ -339,8 +355,12 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
             page.on("request", lambda r: None if r.url.startswith((base, "data:")) else elsewhere.append(r.url))
             step = iter(range(1, 100))
 
-            def shot(name: str) -> None:
-                page.screenshot(path=str(shots / f"{next(step):02d}-{name}.png"), full_page=True)
+            def shot(name: str, docs: str | None = None) -> None:
+                path = shots / f"{next(step):02d}-{name}.png"
+                page.screenshot(path=str(path), full_page=True)
+                if docs:  # also the README's picture of this page
+                    DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path, DOCS_IMAGES / docs)
 
             page.goto(f"{base}/")
             assert page.url.startswith(f"{base}/accounts/login/")
@@ -356,7 +376,7 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
             page.click("#ask-button")
             assert page.is_disabled("#ask-button")
             page.wait_for_selector("#actions:not([hidden])", timeout=60_000)
-            shot("answered")
+            shot("answered", docs="ask.png")
             seen = page.evaluate("window.__seen")
             at = {s["kind"]: s["at"] for s in reversed(seen) if "at" in s}
             lines = {s["text"] for s in seen if s["kind"] == "line"}
@@ -437,6 +457,28 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
             page.goto(f"{base}/")
             page.click("nav button.link")  # sign out
             page.wait_for_url(f"{base}/accounts/login/")
+
+            # Found answers are write-back candidates. A curator asks two questions of a collection
+            # only curators read (so the other tests' readers never see it); validated as the worker
+            # would, the candidates wait in the review queue with their scores beside the reader's.
+            policies = tmp_path / "policies.jsonl"
+            policies.write_text(json.dumps({"id": "1", "title": "Expenses", "text": EXPENSES}))
+            manage("ingest", str(policies), "--collection", "policies", "--group", "curators")
+            cora = manage("demo_user", "--username", "cora", "--password", "gravel-fern-beacon-38").stdout.split()[-1]
+            for question in ("how soon must travel receipts be submitted", "when are taxis refunded"):
+                assert fast_answer(base, cora, question)["found"]
+            manage("validate_pending")
+            page.fill("#id_username", "cora")
+            page.fill("#id_password", "gravel-fern-beacon-38")
+            page.click("button[type=submit]")
+            page.wait_for_url(f"{base}/")
+            page.set_viewport_size({"width": 1440, "height": 900})
+            page.goto(f"{base}/admin/corpus/writeback/")
+            page.click("#toggle-nav-sidebar")  # the queue's columns, not the admin's menu
+            queue = page.inner_text("#result_list")
+            assert "when does the cafeteria open" in queue and "pending review" in queue, queue
+            assert "pending validation" not in queue, queue
+            shot("review-queue", docs="review-queue.png")
             browser.close()
         assert violations == [] and errors == [] and elsewhere == []
     finally:
