@@ -84,12 +84,14 @@ def test_a_question_built_to_make_the_heading_pattern_backtrack_is_answered_in_o
     question = asked + " " * (2000 - len(asked) - 1) + "?"
     client = client_for(charlie)
     assert client.post("/api/v1/query", {"question": asked[2:]}, format="json").status_code == 200  # models loaded
-    started = time.perf_counter()
-    with deadline(6, cpu=False):  # about 1 s on 2 cores; 11.5 s when the pattern backtracked
+    started, cpu = time.perf_counter(), time.process_time()
+    # CPU time, not wall time: a busy machine (a CI host running other jobs) stretches the wall clock
+    # of an ordinary answer past any fixed bound, while the backtracking pattern costs CPU itself.
+    with deadline(8):  # 0.8 s of CPU here (2026-11-26); 11.5 s when the pattern backtracked
         response = client.post("/api/v1/query", {"question": question}, format="json")
     assert response.status_code == 200, response.content
     assert "Röntgen" in response.json()["answer"]
-    print(f"crafted question answered in {time.perf_counter() - started:.1f} s")
+    print(f"crafted question answered in {time.perf_counter() - started:.1f} s, {time.process_time() - cpu:.1f} s CPU")
 
 
 @pytest.mark.django_db
