@@ -9,8 +9,9 @@ The defaults are the paper's scale (500 queries a seed: 400 stream + 100 test, s
 
 Design, per dataset and seed (one sample of stream + test questions, shared by the systems so
 they are compared on the same questions):
-- rows: the held-out part of the shared split (judges.nli_data.split, SPLIT_SEED; the NLI and
-  relevance models never trained on it), shuffled by the seed; only when more rows are asked for
+- rows: the report part of the shared split's held-out rows (judges.nli_data.split and
+  calibration_split, SPLIT_SEED; the NLI and relevance models never trained on them, and
+  calibrate_gate chose no threshold on them), shuffled by the seed; only when more rows are asked for
   than it holds are training rows appended (the result says how many).
 - initial corpus: the passages of `--initial` of the sampled questions (default half), drawn at
   random across stream and test, so some questions are answerable from the corpus and some not.
@@ -115,8 +116,10 @@ class Row:
 
 
 def load_rows(dataset: str) -> tuple[list[Row], list[Row]]:
-    """(held-out, train) rows of the shared split, as judges.nli_data.shared_splits cuts them."""
-    from judges.nli_data import HELD_OUT, SPLIT_SEED, read_jsonl, split
+    """(report, train) rows of the shared split, as judges.nli_data.shared_splits cuts them: the
+    held-out rows' report part only, since calibrate_gate fits the grounding and auto-publish
+    thresholds this benchmark measures on the other (calibration) part."""
+    from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, read_jsonl, split
 
     if dataset == "nq":
         raw = read_jsonl(shared("nq_open_oracle", "nq-open-oracle.jsonl"))
@@ -125,7 +128,7 @@ def load_rows(dataset: str) -> tuple[list[Row], list[Row]]:
         raw = read_jsonl(shared("halueval_qa", "qa_data.jsonl"))
         rows = [Row(r["question"], (r["right_answer"],), "", r["knowledge"], r["hallucinated_answer"]) for r in raw]
     train, held_out = split(rows, held_out=HELD_OUT[dataset], seed=SPLIT_SEED)
-    return held_out, train
+    return calibration_split(held_out)[1], train
 
 
 def sample_rows(dataset: str, seed: int, n: int) -> tuple[list[Row], int]:
