@@ -209,7 +209,24 @@ def test_the_worker_validates_write_backs_and_records_each_verdict(forget):
     assert results == {f"validate-writeback-{grounded}": "PENDING_REVIEW", f"validate-writeback-{miscited}": "REJECTED"}
 
 
-def test_a_worker_killed_mid_validation_leaves_the_candidate_pending_and_a_restart_finishes_it():
+def waiting_on_chunks() -> list[str]:
+    """The statements of client connections waiting for a lock on the chunk table. Read on a fresh
+    connection: pg_stat_activity stays as first read for the rest of a transaction."""
+
+    def read():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                """SELECT activity.query FROM pg_locks locks JOIN pg_stat_activity activity USING (pid)
+                   WHERE NOT locks.granted AND locks.relation = %s::regclass
+                   AND activity.backend_type = 'client backend'""",
+                [Chunk._meta.db_table],
+            )
+            return [query for (query,) in cursor.fetchall()]
+
+    return committed(read)
+
+
+def test_a_worker_killed_mid_validation_leaves_the_candidate_pending_and_a_restart_finishes_it(forget):
     def propose_and_enqueue() -> int:
         chunk = Chunk.objects.select_related("document").filter(document__collection__slug="demo").first()
         writeback, _ = writeback_propose(
@@ -222,14 +239,28 @@ def test_a_worker_killed_mid_validation_leaves_the_candidate_pending_and_a_resta
         return writeback.id
 
     writeback_id = committed(propose_and_enqueue)
-    first = worker()
+    forget["writebacks"].append(writeback_id)
+    # Validation reads the chunk table once it has read its write-back and its evidence, to find the
+    # nearest existing text: with the table locked, the worker stops there, mid-validation, where
+    # the test can see it and kill it.
+    lock = connection.copy()
+    lock.set_autocommit(False)
     try:
-        # Taken: the broker locked the task for this worker, which now loads models and validates.
-        wait_for(lambda: OrmQ.objects.filter(lock__gt=timezone.now()).exists(), timeout=120, what="the task taken")
-        time.sleep(1.0)
+        with lock.cursor() as cursor:
+            cursor.execute(f"LOCK TABLE {Chunk._meta.db_table} IN ACCESS EXCLUSIVE MODE")
+        first = worker()
+        try:
+            wait_for(lambda: OrmQ.objects.filter(lock__gt=timezone.now()).exists(), timeout=120, what="the task taken")
+            wait_for(waiting_on_chunks, timeout=RETRY_S - 2, what="the validation to reach the chunk table")
+            (stopped_at,) = waiting_on_chunks()
+            assert "<=>" in stopped_at, stopped_at  # nearest_existing's cosine distance
+        finally:
+            kill(first)
     finally:
-        kill(first)
+        lock.rollback()
+        lock.close()
     assert status_of(writeback_id) == WriteBack.Status.PENDING_VALIDATION
+    assert not AuditEvent.objects.filter(action="writeback.validate", object_id=str(writeback_id)).exists()
 
     second = worker()
     try:
@@ -238,11 +269,6 @@ def test_a_worker_killed_mid_validation_leaves_the_candidate_pending_and_a_resta
     finally:
         kill(second)
     assert status_of(writeback_id) in (WriteBack.Status.PENDING_REVIEW, WriteBack.Status.REJECTED)
-
-    def cleanup():  # the audit rows stay: the trail is append-only
-        Critique.objects.filter(writeback_id=writeback_id).delete()
-        WriteBack.objects.filter(id=writeback_id).delete()
-        OrmQ.objects.all().delete()
-        Task.objects.all().delete()
-
-    committed(cleanup)
+    # Validated once, by the second worker: one verdict, one experience row.
+    assert AuditEvent.objects.filter(action="writeback.validate", object_id=str(writeback_id)).count() == 1
+    assert ExperienceLog.objects.filter(writeback_id=writeback_id).count() == 1
