@@ -79,7 +79,7 @@ def answer_relevance(question: str, sentences: list[tuple[str, list[int]]]) -> f
     states the answer is enough, the others may give its context. An answer citing several sources
     is also judged whole: it may answer a compound question part by part ("Who leads X and what is
     its budget?": 0.09 and 0.82 by sentence, 0.98 whole). A quote from one source is not: judged
-    whole, a passage's neighbouring sentences lent wrong NQ answers the judge's confidence (wrong
+    whole, a passage's neighbouring sentences gave wrong NQ answers the judge's confidence (wrong
     share of the accepted 17% against 12%). None when the answer is only fragments ("Delhi."):
     their claim restates the question, so no judge can tell them from another question's answer
     (the relevance evaluator: ROC-AUC 0.52 on HaluEval's held-out rows, right answer vs another

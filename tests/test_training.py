@@ -3,6 +3,7 @@
 
 import json
 import random
+from pathlib import Path
 
 from django.conf import settings
 from safetensors import safe_open
@@ -35,11 +36,24 @@ def test_adapting_a_shipped_half_precision_model_trains_in_float32(tmp_path):
     result = train_classifier(config, PAIRS)
     assert result["finished"] and result["steps"] == 1
     # The checkpoint holds the weights as trained; float16 steps on a CPU would lose the update.
-    assert _dtypes(tmp_path / "adapted" / "checkpoint" / "model.safetensors") == {"torch.float32"}
+    checkpoint = tmp_path / "adapted" / "checkpoint" / "model.safetensors"
+    assert _dtypes(checkpoint) == {"torch.float32"}
+    # The step moved the weights: the head and the first layer are no longer the shipped ones.
+    shipped = Path(settings.CAIRN_RELEVANCE_MODEL) / "model.safetensors"
+    for name in ("classifier.weight", "bert.encoder.layer.0.attention.self.query.weight"):
+        before, after = _tensor(shipped, name).float(), _tensor(checkpoint, name)
+        assert before.shape == after.shape
+        moved = float((after - before).abs().max())
+        assert moved > 1e-6, f"{name} moved by {moved}"
     # The shipped artefact is half precision again, and says where it started from.
     assert _dtypes(tmp_path / "adapted" / "model.safetensors") == {"torch.float16"}
     record = json.loads((tmp_path / "adapted" / "training.json").read_text())
     assert record["base"] == "models/relevance"  # named by its place in the project, not this machine's path
+
+
+def _tensor(path, name: str):
+    with safe_open(path, "pt") as weights:
+        return weights.get_tensor(name)
 
 
 def _dtypes(path) -> set[str]:

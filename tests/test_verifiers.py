@@ -160,6 +160,19 @@ def test_the_verifiers_run_on_the_configured_device(monkeypatch):
             settings.CAIRN_VERIFIER_BATCH_SIZE,
             settings.CAIRN_VERIFIER_BATCH_TOKENS,
         )
+    # On that device (in its dtype, logits gathered there), the column of the plain label wins.
+    premise = "A man is playing a guitar on stage."
+    probabilities = model.predict(
+        [(premise, "A man is playing an instrument."), (premise, "The man is a famous musician."),
+         (premise, "Nobody is playing music.")]
+    )  # fmt: skip
+    assert probabilities.argmax(axis=1).tolist() == [0, 1, 2]  # entailment, neutral, contradiction
+    relevant, irrelevant = verifiers.get_relevance_model().score(
+        "when did the museum open?",
+        ["The museum opened to the public in 1889 after ten years of building.",
+         "Tickets for the football final sold out within an hour."],
+    )  # fmt: skip
+    assert relevant > 0.5 > irrelevant  # P(relevant) is the relevant label's column, not the other's
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with override_settings(CAIRN_DEVICE="cuda"), pytest.raises(ImproperlyConfigured, match="CAIRN_DEVICE"):
         CrossEncoderRelevance(str(settings.CAIRN_RELEVANCE_MODEL))
