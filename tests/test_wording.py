@@ -66,3 +66,16 @@ def test_no_python_comment_or_docstring_says_it():
     for path in project_files(".py"):
         found += hits(path, python_prose(path.read_text(encoding="utf-8")))
     assert found == [], "\n".join(found)
+
+
+def test_the_readme_is_short_and_no_table_cell_is_a_paragraph():
+    # The README is for the people who run Cairn (the history lives in benchmarks/HISTORY.md), and a
+    # table cell holds one figure or one fact, not a story.
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 300
+    long_cells = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in project_files(".md")
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if line.startswith("|") and any(len(cell.strip()) > 300 for cell in line.strip("|").split("|"))
+    ]
+    assert long_cells == []
