@@ -323,6 +323,16 @@ new MutationObserver(() => {
 """
 
 
+def chromium(playwright):
+    """Debian's Chromium, headless, kept off the network this machine cannot reach (its background
+    services would otherwise try, and fail, at every start)."""
+    return playwright.chromium.launch(
+        executable_path=str(CHROMIUM),
+        args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    )  # fmt: skip
+
+
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)")
 def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds_it_in_history(
     served_database, request, tmp_path
@@ -349,11 +359,7 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
     try:
         wait_healthy(base, server)
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=str(CHROMIUM),
-                args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-            )  # fmt: skip
+            browser = chromium(playwright)
             page = browser.new_page()
             page.add_init_script(WATCH)
             page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
@@ -518,11 +524,7 @@ def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(se
         try:
             wait_healthy(base, server)
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(
-                    executable_path=str(CHROMIUM),
-                    args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                          "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-                )  # fmt: skip
+                browser = chromium(playwright)
                 page = browser.new_page()
                 page.add_init_script(WATCH)
                 page.on("pageerror", lambda e: errors.append(str(e)))
@@ -544,8 +546,13 @@ def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(se
                     text, headline = page.inner_text("#answer"), page.inner_text("#headline")
                     details = page.inner_text("#details-list")
                     assert "<<<" not in text and ">>" not in text
+                    # The headline counts what the shown sentences cite. (The model may also say it cannot
+                    # answer: critiques of earlier answers in this database reach its prompt as warnings.)
                     cited = len(set(re.findall(r"\[(\d+)\]", text)))
-                    assert headline == f"Answered from {cited} verified source{'s' if cited != 1 else ''}", headline
+                    if cited:
+                        assert headline == f"Answered from {cited} verified source{'s' if cited != 1 else ''}"
+                    else:
+                        assert headline in ("Not in the knowledge base", "No passage states the answer"), headline
                     written_by = re.search(r"Written by\s+(\w+)", details).group(1)
                     assert written_by in ("openai", "extractive")
                     checked = page.inner_text("#checked") if page.is_visible("#checked") else ""
