@@ -26,7 +26,10 @@ def _calibration_read(path: Path) -> dict:
     except FileNotFoundError:
         return {}
     except ValueError as exc:
-        raise ImproperlyConfigured(f"CAIRN_CALIBRATION_FILE {path} is not valid JSON ({exc}); re-run calibrate_gate") from exc
+        raise ImproperlyConfigured(
+            f"CAIRN_CALIBRATION_FILE {path} is not valid JSON ({exc}); re-run calibrate_gate"
+        ) from exc
+
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
