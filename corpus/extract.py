@@ -292,6 +292,8 @@ def _read_office(suffix: str, data: bytes) -> tuple[str, str]:
     read = {".docx": office.read_docx, ".pptx": office.read_pptx, ".xlsx": office.read_xlsx}[suffix]
     try:
         return read(data)
+    except office.OfficeError as exc:
+        raise ExtractionError(str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - hostile input: any parser failure is the file's, a 400
         detail = str(exc).strip() or type(exc).__name__
         raise ExtractionError(f"cannot read {what}: {detail[:300]}") from exc

@@ -16,10 +16,14 @@ import datetime
 import io
 import re
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 MAX_ZIP_UNCOMPRESSED_BYTES = 200 * 1024 * 1024
 MAX_ZIP_ENTRIES = 10_000
+# A worksheet names its cells by address: one cell at row 1,048,576 or column XFD makes openpyxl
+# yield every empty row before it and pad its row to 16,384 columns. A workbook is read up to this
+# many cells (rows and padding counted) and refused beyond: a few bytes must not cost minutes.
+MAX_WORKBOOK_CELLS = 2_000_000
 _MAX_CONTENT_TYPES_BYTES = 1024 * 1024
 
 # What each package is, and the word its [Content_Types].xml names its main part with.
@@ -213,16 +217,26 @@ def read_xlsx(data: bytes) -> tuple[str, str]:
     try:
         title = (workbook.properties.title or "").strip() if workbook.properties else ""
         blocks: list[str] = []
+        budget = [MAX_WORKBOOK_CELLS]
         for sheet in workbook.worksheets:
             if not hasattr(sheet, "iter_rows"):  # a chart sheet
                 continue
-            table = table_lines(sheet.iter_rows(values_only=True))
+            sheet.reset_dimensions()  # the declared dimensions pad every row to them; the file's rows are enough
+            table = table_lines(_bounded(sheet.iter_rows(values_only=True), budget))
             if table:
                 blocks.append(f"# {_line(sheet.title) or 'Sheet'}")
                 blocks.append("\n".join(table))
     finally:
         workbook.close()
     return title, _join(blocks)
+
+
+def _bounded(rows: Iterable[tuple], budget: list[int]) -> Iterator[tuple]:
+    for row in rows:
+        budget[0] -= 1 + len(row)
+        if budget[0] < 0:
+            raise OfficeError(f"the workbook holds more than {MAX_WORKBOOK_CELLS} cells (empty ones counted)")
+        yield row
 
 
 # --- CSV and TSV -----------------------------------------------------------------------------

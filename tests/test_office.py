@@ -219,3 +219,17 @@ def test_a_question_about_a_word_document_is_answered_from_it(tmp_path, charlie)
     assert body["found"] and "4471" in body["answer"]
     cited = [e for e in body["evidence"] if e["cited"]]
     assert cited and all(e["source"].endswith("handbook.docx") for e in cited)
+
+
+def test_a_sheet_whose_cells_sit_far_apart_is_refused_not_padded_for_minutes(bob):
+    workbook = Workbook()
+    for sheet in [workbook.active, *(workbook.create_sheet(f"Far {n}") for n in range(3))]:
+        sheet["A1"], sheet["XFD1048576"] = "Header", "far away"  # a million empty rows, 16,384 columns
+    out = io.BytesIO()
+    workbook.save(out)
+    assert len(out.getvalue()) < 10_000
+    response = post_file(bob, "far.xlsx", out.getvalue())
+    assert response.status_code == 400
+    assert response.json()["file"][0] == (
+        f"far.xlsx: the workbook holds more than {office.MAX_WORKBOOK_CELLS} cells (empty ones counted)"
+    )
