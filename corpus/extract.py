@@ -38,6 +38,11 @@ MIME_TYPES = {
     ".htm": "text/html",
     ".pdf": "application/pdf",
     ".jsonl": "application/jsonl",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".csv": "text/csv",
+    ".tsv": "text/tab-separated-values",
 }
 
 
@@ -107,6 +112,10 @@ def _extract(
         return
     if suffix == ".pdf":
         title, text = _read_pdf(data)
+    elif suffix in OFFICE_SUFFIXES:
+        title, text = _read_office(suffix, data)
+    elif suffix in (".csv", ".tsv"):
+        title, text = "", _read_delimited(suffix, raw)
     else:
         title, text = _read_text(suffix, raw)
     text = text.strip()
@@ -129,7 +138,7 @@ BINARY_SIGNATURES: list[tuple[int, bytes, str]] = [
     (0, b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
     (0, b"\xca\xfe\xba\xbe", "a Java class file or universal Mach-O executable"),
     (0, b"\x00asm", "a WebAssembly module"),
-    (0, b"PK\x03\x04", "a ZIP archive (also .docx, .xlsx, .odt, .jar)"),
+    (0, b"PK\x03\x04", "a ZIP archive (a Word, PowerPoint or Excel file is read as .docx, .pptx, .xlsx)"),
     (0, b"PK\x05\x06", "a ZIP archive"),
     (0, b"\x1f\x8b", "gzip-compressed data"),
     (0, b"\xfd7zXZ\x00", "xz-compressed data"),
@@ -174,11 +183,18 @@ def _unsupported(suffix: str) -> str:
 
 
 def _checked_content(suffix: str, data: bytes, *, charset: str | None) -> str:
-    """The decoded text of a text format ("" for a PDF, read by pypdf); ExtractionError if the bytes
-    are not what `suffix` claims. Every path into the corpus from a file passes here."""
+    """The decoded text of a text format ("" for a PDF or an Office package, read by their libraries);
+    ExtractionError if the bytes are not what `suffix` claims. Every path into the corpus from a
+    file passes here: an Office package's ZIP directory is checked (zip bombs too) before any read."""
     if suffix == ".pdf":
         if b"%PDF-" not in data[:1024]:  # the header may follow a little junk (readers accept it)
             raise ExtractionError("not a PDF (no %PDF- header)")
+        return ""
+    if suffix in OFFICE_SUFFIXES:
+        from corpus.office import zip_problem
+
+        if problem := zip_problem(suffix, data):
+            raise ExtractionError(problem)
         return ""
     if binary := _binary_signature(data):
         raise ExtractionError(f"the content is {binary}, not text")
@@ -263,6 +279,33 @@ def _read_html(raw: str) -> tuple[str, str]:
         raise ExtractionError(f"cannot read HTML: {exc}") from exc
     except ParserRejectedMarkup as exc:  # markup html.parser gives up on ("<![" and no name): a 400, not a 500
         raise ExtractionError("cannot read HTML: the parser rejected the markup") from exc
+
+
+OFFICE_SUFFIXES = (".docx", ".pptx", ".xlsx")
+
+
+def _read_office(suffix: str, data: bytes) -> tuple[str, str]:
+    """A Word, PowerPoint or Excel package (its ZIP directory already checked) as block text."""
+    from corpus import office
+
+    what, _ = office.PACKAGES[suffix]
+    read = {".docx": office.read_docx, ".pptx": office.read_pptx, ".xlsx": office.read_xlsx}[suffix]
+    try:
+        return read(data)
+    except office.OfficeError as exc:
+        raise ExtractionError(str(exc)) from exc
+    except Exception as exc:  # noqa: BLE001 - hostile input: any parser failure is the file's, a 400
+        detail = str(exc).strip() or type(exc).__name__
+        raise ExtractionError(f"cannot read {what}: {detail[:300]}") from exc
+
+
+def _read_delimited(suffix: str, raw: str) -> str:
+    from corpus.office import OfficeError, read_delimited
+
+    try:
+        return read_delimited(raw, delimiter="\t" if suffix == ".tsv" else ",")
+    except OfficeError as exc:
+        raise ExtractionError(str(exc)) from exc
 
 
 def _read_pdf(data: bytes) -> tuple[str, str]:

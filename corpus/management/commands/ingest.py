@@ -10,7 +10,7 @@ from corpus.services import collection_get_or_create, documents_ingest
 
 
 class Command(BaseCommand):
-    help = "Ingest .txt, .md, .html, .pdf and .jsonl files (folders recursively) into a collection."
+    help = "Ingest .txt, .md, .html, .pdf, .jsonl, .docx, .pptx, .xlsx, .csv and .tsv files (folders recursively) into a collection."
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+", type=Path)

@@ -1,0 +1,235 @@
+"""Word, PowerPoint and Excel files and CSV/TSV tables are read into sections and blocks: a heading
+heads its chunks, a table row keeps its header, a slide's notes are marked. The files are built
+here with the libraries that read them. A damaged package, a lying suffix or a zip bomb is a 400
+naming the file, never a 500."""
+
+import io
+import zipfile
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from docx import Document as WordDocument
+from openpyxl import Workbook
+from pptx import Presentation
+from pptx.util import Inches
+
+from corpus import office
+from corpus.extract import MIME_TYPES, ExtractedDocument, ExtractionError, extract_bytes
+from corpus.models import Chunk, Document, Upload
+from tests.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+DOCX = MIME_TYPES[".docx"]
+
+
+def word_file() -> bytes:
+    document = WordDocument()
+    document.add_heading("Facilities handbook", 0)  # the Title style
+    document.add_paragraph("This handbook covers keys, rooms and parking.")
+    document.add_heading("Archive room", 1)
+    document.add_paragraph("The Harbour Street archive room opens with door code 4471.")
+    document.add_paragraph("Sign the archive log on entry", style="List Bullet")
+    document.add_heading("Room owners", 1)
+    table = document.add_table(rows=3, cols=2)
+    for row, cells in zip(
+        table.rows, [("Room", "Owner"), ("4.12", "Dana Whitlock"), ("4.14", "Eli Moss")], strict=True
+    ):
+        row.cells[0].text, row.cells[1].text = cells
+    document.sections[0].header.paragraphs[0].text = "INTERNAL HEADER LINE"
+    document.sections[0].footer.paragraphs[0].text = "Page footer line"
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def slides_file() -> bytes:
+    presentation = Presentation()
+    first = presentation.slides.add_slide(presentation.slide_layouts[1])  # title and content
+    first.shapes.title.text = "Quarterly results"
+    first.placeholders[1].text_frame.text = "Revenue grew twelve percent in the north region."
+    first.notes_slide.notes_text_frame.text = "Thank the Lisbon team for the launch."
+    second = presentation.slides.add_slide(presentation.slide_layouts[6])  # blank: no title
+    table = second.shapes.add_table(2, 2, Inches(1), Inches(1), Inches(4), Inches(1)).table
+    for (r, c), text in {(0, 0): "Region", (0, 1): "Sales", (1, 0): "North", (1, 1): "40 units"}.items():
+        table.cell(r, c).text = text
+    out = io.BytesIO()
+    presentation.save(out)
+    return out.getvalue()
+
+
+def workbook_file() -> bytes:
+    workbook = Workbook()
+    staff = workbook.active
+    staff.title = "Staff"
+    staff.append([])  # the header is the first row with text, not row 1
+    staff.append(["Name", "Desk", "Total"])
+    staff.append(["Dana Whitlock", "4.12", "=1+2"])  # openpyxl stores no cached value for a formula
+    staff.append(["Eli Moss", 7.0, 5])
+    workbook.create_sheet("Parking").append(["Bay", "Holder"])
+    workbook["Parking"].append(["B7", "Eli Moss"])
+    out = io.BytesIO()
+    workbook.save(out)
+    return out.getvalue()
+
+
+def zip_file(entries: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+def extracted(name: str, data: bytes) -> ExtractedDocument:
+    (document,) = extract_bytes(name, data, source=f"test:{name}")
+    assert isinstance(document, ExtractedDocument)
+    return document
+
+
+def post_file(user, name: str, data: bytes, content_type: str = "application/octet-stream"):
+    upload = SimpleUploadedFile(name, data, content_type=content_type)
+    return client_for(user).post("/api/v1/documents", {"collection": "demo", "file": upload}, format="multipart")
+
+
+@pytest.fixture
+def small_chunks(settings):
+    """Chunks of 32 tokens: each small section of these small files starts a chunk of its own."""
+    settings.CAIRN_CHUNK_TOKENS, settings.CAIRN_CHUNK_OVERLAP_TOKENS = 32, 8
+
+
+def chunks_of(source: str) -> list[Chunk]:
+    return list(Document.objects.get(source=source).chunks.order_by("ordinal"))
+
+
+def chunk_with(chunks: list[Chunk], words: str) -> Chunk:
+    found = [chunk for chunk in chunks if words in chunk.text]
+    assert found, f"{words!r} in none of {[c.text for c in chunks]}"
+    return found[0]
+
+
+def test_word_headings_head_their_chunks_and_table_rows_keep_their_header(bob, small_chunks):
+    response = post_file(bob, "handbook.docx", word_file(), content_type=DOCX)
+    assert response.status_code == 201, response.content
+    assert response.json()["documents"][0]["title"] == "Facilities handbook"
+    document = Document.objects.get(source="upload:handbook.docx")
+    assert document.mime_type == DOCX
+    chunks = chunks_of("upload:handbook.docx")
+    assert chunk_with(chunks, "door code 4471").heading == "Facilities handbook › Archive room"
+    assert "Sign the archive log on entry" in chunk_with(chunks, "archive log").text
+    row = chunk_with(chunks, "Dana Whitlock")
+    assert row.heading == "Facilities handbook › Room owners"
+    assert "Room: 4.12; Owner: Dana Whitlock" in row.text
+    everything = " ".join(c.text for c in chunks)
+    assert "INTERNAL HEADER LINE" not in everything and "footer" not in everything
+
+
+def test_slides_are_sections_with_their_tables_and_marked_notes(bob, small_chunks):
+    response = post_file(bob, "results.pptx", slides_file())
+    assert response.status_code == 201, response.content
+    chunks = chunks_of("upload:results.pptx")
+    revenue = chunk_with(chunks, "Revenue grew")
+    assert revenue.heading == "Quarterly results"  # the first slide's title is the presentation's
+    assert "Notes: Thank the Lisbon team for the launch." in chunk_with(chunks, "Lisbon").text
+    table = chunk_with(chunks, "North")
+    assert table.heading == "Quarterly results › Slide 2" and "Region: North; Sales: 40 units" in table.text
+
+
+def test_each_sheet_is_a_section_its_header_over_its_rows_and_an_uncached_formula_is_empty(bob, small_chunks):
+    response = post_file(bob, "desks.xlsx", workbook_file())
+    assert response.status_code == 201, response.content
+    chunks = chunks_of("upload:desks.xlsx")
+    dana = chunk_with(chunks, "Dana Whitlock")
+    assert dana.heading == "desks › Staff"
+    assert "Name: Dana Whitlock; Desk: 4.12" in dana.text and "=1+2" not in dana.text
+    assert "Name: Eli Moss; Desk: 7; Total: 5" in chunk_with(chunks, "Desk: 7").text
+    bay = chunk_with(chunks, "B7")
+    assert bay.heading == "desks › Parking" and "Bay: B7; Holder: Eli Moss" in bay.text
+
+
+def test_csv_and_tsv_rows_are_written_under_their_header(bob):
+    csv_data = b'Item,Limit\nidentifier length,"63 bytes, plain ASCII"\nrows per table,unbounded\n'
+    response = post_file(bob, "limits.csv", csv_data, content_type="text/csv")
+    assert response.status_code == 201, response.content
+    text = " ".join(c.text for c in chunks_of("upload:limits.csv"))
+    assert "Item: identifier length; Limit: 63 bytes, plain ASCII" in text
+    assert "Item: rows per table; Limit: unbounded" in text
+    tsv = extracted("codes.tsv", b"Door\tCode\nArchive\t4471\n")
+    assert tsv.mime_type == "text/tab-separated-values" and tsv.title == "codes"
+    assert tsv.text == "| Door | Code |\n|---|---|\n| Archive | 4471 |"
+
+
+def test_cell_text_cannot_break_the_table_or_open_structure():
+    # A pipe in a cell is not a column; a short row is padded to the widest; empty rows go.
+    assert office.table_lines([["a|b"], [], [None, None], ["1", "2"]]) == ["| a/b |  |", "|---|---|", "| 1 | 2 |"]
+    assert office._line("# not a heading") == "not a heading"
+    assert office._line("```python") == "python"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("notes.docx", b"Plain text saved with a .docx name.\n", "not a Word document"),
+        ("broken.docx", b"PK\x03\x04" + bytes(60), "a damaged ZIP archive"),
+        ("other.docx", zip_file({"readme.txt": b"hello"}), "no [Content_Types].xml"),
+        ("sheet.pptx", workbook_file(), "not a PowerPoint presentation (it holds no presentationml part)"),
+        (
+            "damaged.docx",
+            zip_file({"[Content_Types].xml": b"<Types>wordprocessingml</Types>", "word/document.xml": b"<w:document"}),
+            "cannot read a Word document",
+        ),
+    ],
+)
+def test_a_file_that_is_not_the_package_its_name_claims_is_a_400_naming_it(bob, name, data, reason):
+    response = post_file(bob, name, data)
+    assert response.status_code == 400, response.content
+    message = response.json()["file"][0]
+    assert message.startswith(f"{name}: ") and reason in message
+    assert Upload.objects.get(name=name).status == Upload.Status.FAILED
+    assert not Document.objects.filter(source=f"upload:{name}").exists()
+
+
+def test_a_zip_bomb_is_refused_from_its_directory_before_anything_unpacks(bob, monkeypatch):
+    bomb = zip_file({"[Content_Types].xml": b"wordprocessingml", "word/document.xml": b"\x00" * 3_000_000})
+    assert len(bomb) < 20_000
+    monkeypatch.setattr(office, "MAX_ZIP_UNCOMPRESSED_BYTES", 1_000_000)
+    response = post_file(bob, "bomb.docx", bomb)
+    assert response.status_code == 400
+    message = response.json()["file"][0]
+    assert message.startswith("bomb.docx: the ZIP archive unpacks to 3000") and "zip bomb" in message
+    monkeypatch.setattr(office, "MAX_ZIP_ENTRIES", 5)
+    many = zip_file({f"part{n}.xml": b"x" for n in range(6)})
+    with pytest.raises(ExtractionError, match="holds 6 entries; the limit is 5"):
+        extract_bytes("many.xlsx", many, source="test")
+
+
+def test_a_question_about_a_word_document_is_answered_from_it(tmp_path, charlie):
+    path = tmp_path / "handbook.docx"
+    path.write_bytes(word_file())
+    call_command("ingest", str(path), collection="office", public=True, verbosity=0)
+    response = client_for(charlie).post(
+        "/api/v1/query",
+        {"question": "What is the door code of the Harbour Street archive room?", "mode": "fast", "top_k": 5,
+         "collections": ["office"]},
+        format="json",
+    )  # fmt: skip
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["found"] and "4471" in body["answer"]
+    cited = [e for e in body["evidence"] if e["cited"]]
+    assert cited and all(e["source"].endswith("handbook.docx") for e in cited)
+
+
+def test_a_sheet_whose_cells_sit_far_apart_is_refused_not_padded_for_minutes(bob):
+    workbook = Workbook()
+    for sheet in [workbook.active, *(workbook.create_sheet(f"Far {n}") for n in range(3))]:
+        sheet["A1"], sheet["XFD1048576"] = "Header", "far away"  # a million empty rows, 16,384 columns
+    out = io.BytesIO()
+    workbook.save(out)
+    assert len(out.getvalue()) < 10_000
+    response = post_file(bob, "far.xlsx", out.getvalue())
+    assert response.status_code == 400
+    assert response.json()["file"][0] == (
+        f"far.xlsx: the workbook holds more than {office.MAX_WORKBOOK_CELLS} cells (empty ones counted)"
+    )
