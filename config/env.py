@@ -97,3 +97,20 @@ def env_rate(name: str, default: str) -> str:
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name}: {exc}") from None
     return value
+
+
+def calibration_read(path) -> dict:
+    """The thresholds calibrate_gate stored, or {} when it has not run (settings then fall back to
+    their defaults). Here, beside the other readers of configuration, so that settings need no app
+    to read them and calibrate_gate reads them the same way."""
+    import json
+    from pathlib import Path
+
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return {}
+    except ValueError as exc:
+        raise ImproperlyConfigured(
+            f"CAIRN_CALIBRATION_FILE {path} is not valid JSON ({exc}); re-run calibrate_gate"
+        ) from exc

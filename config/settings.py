@@ -12,24 +12,18 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_float, env_floats, env_int, env_list, env_rate, env_str
+from config.env import (
+    calibration_read,
+    env_bool,
+    env_choice,
+    env_float,
+    env_floats,
+    env_int,
+    env_list,
+    env_rate,
+    env_str,
+)
 from config.serving import WEB_THREADS, WEB_WORKERS
-
-
-def _calibration_read(path: Path) -> dict:
-    """The thresholds calibrate_gate stored (judges/calibration.py writes them), or {} when it has not
-    run. Read here, not through the judges app: settings import no app."""
-    import json
-
-    try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        return {}
-    except ValueError as exc:
-        raise ImproperlyConfigured(
-            f"CAIRN_CALIBRATION_FILE {path} is not valid JSON ({exc}); re-run calibrate_gate"
-        ) from exc
-
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -223,7 +217,7 @@ CAIRN_VERIFIER_MAX_LENGTH = env_int("CAIRN_VERIFIER_MAX_LENGTH", 256, minimum=16
 CAIRN_VERIFIER_DTYPE = env_choice("CAIRN_VERIFIER_DTYPE", "auto", ("auto", "float32", "bfloat16"))
 # Thresholds from `manage.py calibrate_gate` (judges/calibration.py); the environment overrides them.
 CAIRN_CALIBRATION_FILE = Path(env_str("CAIRN_CALIBRATION_FILE", str(BASE_DIR / "models" / "calibration.json")))
-_calibrated = _calibration_read(CAIRN_CALIBRATION_FILE)
+_calibrated = calibration_read(CAIRN_CALIBRATION_FILE)
 # The answer judge (pipeline/extractive.py), calibrated by calibrate_gate: a sentence is accepted as
 # stating the answer above the threshold (5% of a passage's other sentences pass); when even the
 # best sentence is below the floor (5% of answer sentences are) no passage states the answer.

@@ -107,20 +107,6 @@ def upper_threshold(negative_scores, best_per_question, *, far: float, search_bu
     return min(threshold_for_false_acceptance(negative_scores, far), within_budget)
 
 
-def read_calibration(path: Path) -> dict:
-    """The stored thresholds, or {} when calibrate_gate has not run (settings fall back to defaults)."""
-    try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        return {}
-    except ValueError as exc:
-        from django.core.exceptions import ImproperlyConfigured
-
-        raise ImproperlyConfigured(
-            f"CAIRN_CALIBRATION_FILE {path} is not valid JSON ({exc}); re-run calibrate_gate"
-        ) from exc
-
-
 def write_calibration(path: Path, values: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from config.env import calibration_read
 from judges.calibration import (
-    read_calibration,
     relevance_stack_fit,
     relevance_stacked,
     threshold_for_false_acceptance,
@@ -32,12 +32,12 @@ def test_false_rejection_threshold_drops_at_most_the_rate():
 
 def test_calibration_file_round_trips_and_a_broken_one_names_the_setting(tmp_path):
     path = tmp_path / "calibration.json"
-    assert read_calibration(path) == {}
+    assert calibration_read(path) == {}
     write_calibration(path, {"grounding_threshold": 0.8})
-    assert read_calibration(path) == {"grounding_threshold": 0.8}
+    assert calibration_read(path) == {"grounding_threshold": 0.8}
     path.write_text("{not json")
     with pytest.raises(ImproperlyConfigured, match="CAIRN_CALIBRATION_FILE"):
-        read_calibration(path)
+        calibration_read(path)
 
 
 def test_thresholds_sit_between_tied_scores_so_float32_comparisons_hold():

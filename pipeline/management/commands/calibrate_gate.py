@@ -8,10 +8,10 @@ import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from config.env import calibration_read
 from corpus.audit import audit
 from judges.answer_data import answer_judge_sets
 from judges.calibration import (
-    read_calibration,
     relevance_stack_fit,
     relevance_stacked,
     threshold_for_false_acceptance,
@@ -145,7 +145,7 @@ class Command(BaseCommand):
             "answer_model": _shown(settings.CAIRN_ANSWER_MODEL),
             "calibrated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        before = read_calibration(output)
+        before = calibration_read(output)
         write_calibration(output, values)
         keys = (
             "grounding_threshold",
@@ -201,7 +201,7 @@ class Command(BaseCommand):
         )
 
     def _answer_judge_only(self, data, splits, *, far, frr, output) -> None:
-        before = read_calibration(output)
+        before = calibration_read(output)
         judge, checks = _answer_judge_thresholds(data, splits, far=far, frr=frr)
         values = {
             **{k: v for k, v in before.items() if k != "answer_stated_floor_calibrated_at"}, **judge,
