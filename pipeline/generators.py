@@ -333,12 +333,6 @@ class OpenAIGenerator:
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
         )
 
-    def _request(self, messages: list[dict], *, temperature: float, stream: bool) -> dict:
-        return {
-            "model": self.model, "messages": messages, "temperature": temperature, "seed": 0,
-            "max_tokens": self.max_tokens, "stream": stream,
-        }  # fmt: skip
-
     def _answer_messages(self, question, evidence, warnings) -> tuple[list[dict], list[str]]:
         fitting, dropped = within_context(question, evidence, warnings, self.context - self.max_tokens)
         notes = [f"{dropped} passage(s) left out to fit the model's context"] if dropped else []
@@ -348,9 +342,9 @@ class OpenAIGenerator:
     def _pieces(self, messages: list[dict], *, temperature: float) -> Stream[str, None, None]:
         deadline = time.monotonic() + self.timeout
         try:
-            with self.client.stream(
-                "POST", "chat/completions", json=self._request(messages, temperature=temperature, stream=True)
-            ) as response:
+            request = {"model": self.model, "messages": messages, "temperature": temperature, "seed": 0,
+                       "max_tokens": self.max_tokens, "stream": True}  # fmt: skip
+            with self.client.stream("POST", "chat/completions", json=request) as response:
                 if response.status_code != 200:
                     raise GeneratorUnavailable(
                         f"{self.name} server answered HTTP {response.status_code}: {response.read()[:300]!r}"
@@ -371,17 +365,17 @@ class OpenAIGenerator:
             raise GeneratorUnavailable(f"{self.name} server ({self.model}) failed: {exc!r}") from exc
 
     def generate(self, question, evidence, *, warnings=(), temperature=0.0) -> Generation:
-        messages, notes = self._answer_messages(question, evidence, warnings)
-        generation = parse_answer(
-            "".join(self._pieces(messages, temperature=temperature)), {e.n for e in evidence}, self.name
-        )
-        generation.notes[:0] = notes
-        return generation
+        stream = self.stream(question, evidence, warnings=warnings, temperature=temperature)
+        while True:
+            try:
+                next(stream)
+            except StopIteration as done:
+                return done.value
 
-    def stream(self, question, evidence, *, warnings=()) -> Stream[str, None, Generation]:
+    def stream(self, question, evidence, *, warnings=(), temperature=0.0) -> Stream[str, None, Generation]:
         messages, notes = self._answer_messages(question, evidence, warnings)
         written = []
-        for piece in self._pieces(messages, temperature=0.0):
+        for piece in self._pieces(messages, temperature=temperature):
             written.append(piece)
             yield piece
         generation = parse_answer("".join(written), {e.n for e in evidence}, self.name)

@@ -65,9 +65,9 @@ def unmarked(text: str, evidence: list[EvidenceText]) -> str:
     text = _QUOTES.sub(" ", text)
     for e in evidence:
         if e.title:
-            label = rf"(\[{e.n}\]\s*)?{re.escape(e.title)}(?:\s*\(external\))?"
-            text = re.sub(rf"{label}\s*[>›]{{2,}}", " ", text, flags=re.I)  # a label echoed with its closing marker
-            text = re.sub(rf"\[{e.n}\]\s*{re.escape(e.title)}(?:\s*\(external\))?", f"[{e.n}]", text, flags=re.I)
+            title = rf"{re.escape(e.title)}(?:\s*\(external\))?"
+            text = re.sub(rf"(?:\[{e.n}\]\s*)?{title}\s*[>›]{{2,}}", " ", text, flags=re.I)  # echoed with its marker
+            text = re.sub(rf"\[{e.n}\]\s*{title}", f"[{e.n}]", text, flags=re.I)
     return _LINE_OPENERS.sub("", _MARKERS.sub(" ", text))
 
 
