@@ -7,10 +7,13 @@ while tests can pass a deterministic counter.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
+
+from corpus import locations
 
 # Words that end in a period without ending a sentence.
 _ABBREVIATIONS = {
@@ -54,16 +57,22 @@ class Block:
     text: str  # without its markup; a code block verbatim
     level: int = 0  # a heading's level
     term: str = ""  # the term a definition defines
+    location: str = ""  # where it sits in the original file, as corpus.locations writes it (JSON)
 
 
 def parse_blocks(text: str) -> list[Block]:
     """Read the block structure: blank lines end paragraphs, ``#`` lines are headings, ``-``/``1.``
     lines start items (later lines continue them), ``|`` lines are table rows, a line followed by
-    ``: `` lines is a term and its definitions, fenced code is kept verbatim. Plain text is paragraphs."""
+    ``: `` lines is a term and its definitions, fenced code is kept verbatim. Plain text is paragraphs.
+    A location marker line (corpus.locations) ends the block before it and places the blocks after it."""
     blocks: list[Block] = []
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     kind, run = "paragraph", []
     term = ""  # the current definition list's term: set by a paragraph followed by ": ", ended by a heading
+    where = ""  # the location the last marker named
+
+    def add(block: Block) -> None:
+        blocks.append(replace(block, location=where) if where else block)
 
     def flush() -> None:
         nonlocal run
@@ -71,7 +80,7 @@ def parse_blocks(text: str) -> list[Block]:
             return
         joined = re.sub(r"\s+", " ", " ".join(run)).strip()
         if joined:
-            blocks.append(Block(kind, joined, term=term if kind == "definition" else ""))
+            add(Block(kind, joined, term=term if kind == "definition" else ""))
         run = []
 
     header: list[str] = []  # the current Markdown table's header cells
@@ -85,6 +94,13 @@ def parse_blocks(text: str) -> list[Block]:
             flush()
             kind = "paragraph"
             continue
+        if line.startswith(locations.MARK):
+            # Not text: a table goes on under its header across it (a workbook's row groups).
+            flush()
+            kind = "paragraph"
+            if (found := locations.parse(line)) is not None:
+                where = json.dumps(found, sort_keys=True)
+            continue
         if not _ROW.match(line):
             header, row_cells = [], []
         if fence := _FENCE.match(line):
@@ -95,17 +111,17 @@ def parse_blocks(text: str) -> list[Block]:
                 i += 1
             i += 1  # the closing fence (or the end of the text)
             if any(b.strip() for b in body):
-                blocks.append(Block("code", "\n".join(body).strip("\n")))
+                add(Block("code", "\n".join(body).strip("\n")))
             continue
         if found := heading(line):
             flush()
-            blocks.append(Block("heading", found[1], level=found[0]))
+            add(Block("heading", found[1], level=found[0]))
             kind, term = "paragraph", ""
         elif definition := _DEFINITION.match(line):
             flush()
             if blocks and blocks[-1].kind == "paragraph" and not run:
                 term = blocks[-1].text  # the paragraph before the first definition is its term
-                blocks[-1] = Block("term", term)
+                blocks[-1] = replace(blocks[-1], kind="term")
             kind, run = "definition", [definition.group(1)]
         elif item := _ITEM.match(line):
             flush()
@@ -120,7 +136,7 @@ def parse_blocks(text: str) -> list[Block]:
             else:
                 text = row_text(header, cells, separator=" | ")
                 if text:
-                    blocks.append(Block("row", text))
+                    add(Block("row", text))
                 row_cells = cells
             kind = "paragraph"
         else:  # a paragraph's line, or the continuation of an item or definition
@@ -338,6 +354,7 @@ class ChunkText:
     text: str
     token_count: int
     section: tuple[str, ...] = ()  # the headings (and definition term) it sits under, outermost first
+    location: dict = field(default_factory=dict)  # where it sits in the original file (corpus.locations.span)
 
 
 @dataclass(frozen=True)
@@ -349,6 +366,7 @@ class _Unit:
     section: tuple[str, ...]
     level: int = 0
     name: bool = False  # another name of the entry whose term follows ("re.S" above "re.DOTALL")
+    location: str = ""  # its block's (JSON, as parse_blocks keeps it)
 
     @property
     def opens_entry(self) -> bool:
@@ -453,7 +471,7 @@ def _units(blocks: list[Block], count_tokens, split_tokens, max_tokens: int) -> 
         else:
             cut = split_tokens(piece, max_tokens)
             parts = list(zip(cut, count_tokens(cut), strict=True))
-        units += [_Unit(t, c, index, block.kind, section, block.level, name) for t, c in parts]
+        units += [_Unit(t, c, index, block.kind, section, block.level, name, block.location) for t, c in parts]
     return units
 
 
@@ -517,4 +535,7 @@ def _render(window: list[_Unit]) -> ChunkText:
     # Where it sits: under its first entry's term when it opens with one (the term's own unit
     # carries only the headings above it).
     section = next((u.section for u in window if u.kind != "heading" and not u.opens_entry), window[0].section)
-    return ChunkText(text="\n\n".join(blocks), token_count=sum(u.tokens for u in window), section=section)
+    where = locations.span([json.loads(u.location) for u in window if u.location])
+    return ChunkText(
+        text="\n\n".join(blocks), token_count=sum(u.tokens for u in window), section=section, location=where
+    )

@@ -10,6 +10,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corpus import locations
+from corpus.reading import Reading
+
 
 @dataclass
 class ExtractedDocument:
@@ -18,6 +21,9 @@ class ExtractedDocument:
     source: str
     mime_type: str
     metadata: dict = field(default_factory=dict)
+    # Whether `text` holds location markers its reader wrote (corpus.locations); in any other text the
+    # marker character is a line break, so typed text cannot claim a page.
+    located: bool = False
 
 
 @dataclass
@@ -111,18 +117,23 @@ def _extract(
         yield from _read_jsonl(raw, name, source)
         return
     if suffix == ".pdf":
-        title, text = _read_pdf(data)
+        reading = _read_pdf(data)
     elif suffix in OFFICE_SUFFIXES:
-        title, text = _read_office(suffix, data)
+        reading = _read_office(suffix, data)
     elif suffix in (".csv", ".tsv"):
-        title, text = "", _read_delimited(suffix, raw)
+        reading = Reading(_read_delimited(suffix, raw))
     else:
-        title, text = _read_text(suffix, raw)
-    text = text.strip()
-    if not text:
+        reading = Reading(*reversed(_read_text(suffix, raw)))
+    text = reading.text.strip()
+    if not (locations.without_markers(text) if reading.located else text).strip():
         raise ExtractionError("no extractable text")
     yield ExtractedDocument(
-        title=(title or _title_from_name(Path(name)))[:500], text=text, source=source, mime_type=MIME_TYPES[suffix]
+        title=(reading.title or _title_from_name(Path(name)))[:500],
+        text=text,
+        source=source,
+        mime_type=MIME_TYPES[suffix],
+        metadata=reading.metadata,
+        located=reading.located,
     )
 
 
@@ -284,7 +295,7 @@ def _read_html(raw: str) -> tuple[str, str]:
 OFFICE_SUFFIXES = (".docx", ".pptx", ".xlsx")
 
 
-def _read_office(suffix: str, data: bytes) -> tuple[str, str]:
+def _read_office(suffix: str, data: bytes) -> Reading:
     """A Word, PowerPoint or Excel package (its ZIP directory already checked) as block text."""
     from corpus import office
 
@@ -308,7 +319,7 @@ def _read_delimited(suffix: str, raw: str) -> str:
         raise ExtractionError(str(exc)) from exc
 
 
-def _read_pdf(data: bytes) -> tuple[str, str]:
+def _read_pdf(data: bytes) -> Reading:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
@@ -320,7 +331,8 @@ def _read_pdf(data: bytes) -> tuple[str, str]:
         raise ExtractionError(f"cannot read PDF: {exc}") from exc
     if not any(page.strip() for page in pages):
         raise ExtractionError("the PDF has no text layer (a scan or images only?): run OCR on it first")
-    return str(title).strip(), "\n\n".join(pdf_paragraphs(page) for page in pages)
+    text = "\n\n".join(f"{locations.page(number)}\n\n{pdf_paragraphs(page)}" for number, page in enumerate(pages, 1))
+    return Reading(text, str(title).strip(), located=True)
 
 
 _LINE_END = re.compile(r"[.!?:;][\"'\u201d\u2019)\]]*$")

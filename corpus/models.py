@@ -96,6 +96,13 @@ class Chunk(models.Model):
         blank=True,
         help_text="Where the chunk sits: 'Document title › Chapter › Section' (definition term last).",
     )
+    location = models.JSONField(
+        default=dict,
+        db_default={},
+        blank=True,
+        help_text='Where it sits in the original file: {"page": 12}, {"slide": 4}, {"sheet": "Prices", '
+        '"rows": [2, 41]} (corpus/locations.py); empty for formats without pages.',
+    )
     text = models.TextField()
     token_count = models.PositiveIntegerField()
     consistency = models.FloatField(

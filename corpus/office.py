@@ -18,6 +18,9 @@ import re
 import zipfile
 from collections.abc import Iterable, Iterator
 
+from corpus import locations
+from corpus.reading import Reading
+
 MAX_ZIP_UNCOMPRESSED_BYTES = 200 * 1024 * 1024
 MAX_ZIP_ENTRIES = 10_000
 # A worksheet names its cells by address: one cell at row 1,048,576 or column XFD makes openpyxl
@@ -130,7 +133,7 @@ def _join(blocks: list[str]) -> str:
 _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
 
 
-def read_docx(data: bytes) -> tuple[str, str]:
+def read_docx(data: bytes) -> Reading:
     """(title, text) of a Word document: headings from the Title and Heading n styles, list items,
     paragraphs and tables in body order. Headers, footers and comments are not read."""
     from docx import Document
@@ -156,7 +159,24 @@ def read_docx(data: bytes) -> tuple[str, str]:
             blocks.append(f"- {text}")
         else:
             blocks.append(text)
-    return title, _join(blocks)
+    return Reading(_join(blocks), title, _properties(document.core_properties))
+
+
+def _properties(properties) -> dict:
+    """A package's core properties (docProps/core.xml) as document metadata: who wrote it and when it
+    was created and last modified (the dispute preference for newer sources reads "modified")."""
+    found = {
+        "author": getattr(properties, "author", None) or getattr(properties, "creator", None),
+        "last_modified_by": getattr(properties, "last_modified_by", None)
+        or getattr(properties, "lastModifiedBy", None),
+        "created": getattr(properties, "created", None),
+        "modified": getattr(properties, "modified", None),
+    }
+    return {
+        key: value.isoformat() if isinstance(value, datetime.datetime | datetime.date) else " ".join(str(value).split())
+        for key, value in found.items()
+        if value
+    }
 
 
 def _numbered(paragraph) -> bool:
@@ -167,7 +187,7 @@ def _numbered(paragraph) -> bool:
 # --- PowerPoint ------------------------------------------------------------------------------
 
 
-def read_pptx(data: bytes) -> tuple[str, str]:
+def read_pptx(data: bytes) -> Reading:
     """(title, text) of a presentation: each slide a section headed by its title ("Slide N" when it
     has none), then its text, its tables, and its speaker notes as "Notes: …"."""
     from pptx import Presentation
@@ -178,7 +198,7 @@ def read_pptx(data: bytes) -> tuple[str, str]:
     for number, slide in enumerate(presentation.slides, start=1):
         title_shape = slide.shapes.title
         slide_title = _line(title_shape.text_frame.text) if title_shape is not None else ""
-        blocks.append(f"# {slide_title or f'Slide {number}'}")
+        blocks.append(f"{locations.slide(number)}\n# {slide_title or f'Slide {number}'}")
         title = title or slide_title
         for shape in slide.shapes:
             if title_shape is not None and shape.shape_id == title_shape.shape_id:
@@ -187,7 +207,7 @@ def read_pptx(data: bytes) -> tuple[str, str]:
         notes_frame = slide.notes_slide.notes_text_frame if slide.has_notes_slide else None
         if notes_frame is not None and (notes := _line(notes_frame.text)):
             blocks.append(f"Notes: {notes}")
-    return title, _join(blocks)
+    return Reading(_join(blocks), title, _properties(presentation.core_properties), located=True)
 
 
 def _shape_blocks(shape) -> list[str]:
@@ -207,7 +227,7 @@ def _shape_blocks(shape) -> list[str]:
 # --- Excel -----------------------------------------------------------------------------------
 
 
-def read_xlsx(data: bytes) -> tuple[str, str]:
+def read_xlsx(data: bytes) -> Reading:
     """(title, text) of a workbook: each worksheet a section headed by its name, its first row with
     text the header of the rows below. Formulas read as the values Excel cached when it saved (a
     file no spreadsheet program saved has none: those cells are empty)."""
@@ -224,11 +244,12 @@ def read_xlsx(data: bytes) -> tuple[str, str]:
             sheet.reset_dimensions()  # the declared dimensions pad every row to them; the file's rows are enough
             table = table_lines(_bounded(sheet.iter_rows(values_only=True), budget))
             if table:
-                blocks.append(f"# {_line(sheet.title) or 'Sheet'}")
+                blocks.append(f"{locations.sheet(sheet.title)}\n# {_line(sheet.title) or 'Sheet'}")
                 blocks.append("\n".join(table))
+        metadata = _properties(workbook.properties) if workbook.properties else {}
     finally:
         workbook.close()
-    return title, _join(blocks)
+    return Reading(_join(blocks), title, metadata, located=True)
 
 
 def _bounded(rows: Iterable[tuple], budget: list[int]) -> Iterator[tuple]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 from collections.abc import Sequence
@@ -406,3 +407,18 @@ def terms_found(texts: Sequence[str], lexemes: Sequence[str]) -> list[set[str]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [TEXT_SEARCH_CONFIG, list(texts), list(lexemes)])
         return [set(found or ()) for _, found in cursor.fetchall()]
+
+
+def documents_modified(ids: Sequence[int]) -> dict[int, datetime.datetime]:
+    """When each document's content last changed: the "modified" its file's properties state (a Word
+    or PDF file edited in 2019 and loaded today is from 2019), else when Cairn last stored a change."""
+    found = {}
+    for pk, stored, stated in Document.objects.filter(id__in=ids).values_list("id", "updated_at", "metadata__modified"):
+        try:
+            when = datetime.datetime.fromisoformat(stated) if isinstance(stated, str) else None
+        except ValueError:
+            when = None
+        if when is not None and when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.UTC)
+        found[pk] = when or stored
+    return found

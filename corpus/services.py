@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from corpus import locations
 from corpus.audit import audit
 from corpus.chunking import chunk_text
 from corpus.consistency import consistency_score
@@ -249,6 +250,7 @@ def _ingest_batch(
                 vector = next(vectors)
                 if (chunk := kept.get((document.pk, ordinal))) is not None:
                     chunk.ordinal, chunk.heading, chunk.embedding = ordinal, heading, vector
+                    chunk.location = piece.location
                     moved.append(chunk)
                     continue
                 rows.append(
@@ -256,6 +258,7 @@ def _ingest_batch(
                         document=document,
                         ordinal=ordinal,
                         heading=heading,
+                        location=piece.location,
                         text=piece.text,
                         token_count=piece.token_count,
                         consistency=consistency_score(piece.text),
@@ -264,7 +267,7 @@ def _ingest_batch(
                     )
                 )
         Chunk.objects.bulk_create(rows, batch_size=500)
-        Chunk.objects.bulk_update(moved, ["ordinal", "heading", "embedding"], batch_size=500)
+        Chunk.objects.bulk_update(moved, ["ordinal", "heading", "location", "embedding"], batch_size=500)
     # Counted only once the batch has committed.
     report.outcomes.extend(written)
     report.added += sum(o.outcome == "added" for o in written)
@@ -312,9 +315,11 @@ def _nul_free(value):
 
 
 def _without_nul(document: ExtractedDocument) -> ExtractedDocument:
+    text = _nul_free(document.text)
     return ExtractedDocument(
         title=_nul_free(document.title),
-        text=_nul_free(document.text),
+        text=text if document.located else locations.strip_markers(text),
+        located=document.located,
         source=_nul_free(document.source),
         mime_type=document.mime_type,
         metadata=_nul_free(document.metadata),

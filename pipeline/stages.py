@@ -24,8 +24,14 @@ from django.db import transaction
 
 from corpus.consistency import consistency_score
 from corpus.embedder import get_embedder
-from corpus.models import Document
-from corpus.selectors import Hit, calibrated_relevance_upper, chunk_search, collections_quoted_by, question_terms
+from corpus.selectors import (
+    Hit,
+    calibrated_relevance_upper,
+    chunk_search,
+    collections_quoted_by,
+    documents_modified,
+    question_terms,
+)
 from corpus.strips import Strip, strips_of
 from corpus.writebacks import writeback_propose
 from judges.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
@@ -276,7 +282,7 @@ def _preferred_first(sides: list[Candidate]) -> list[Candidate]:
     prefer = settings.CAIRN_DISPUTE_PREFER
     if prefer == "newer":
         ids = [c.hit.document_id for c in sides if c.hit]
-        changed = dict(Document.objects.filter(id__in=ids).values_list("id", "updated_at"))
+        changed = documents_modified(ids)
         return sorted(sides, key=lambda c: -(changed[c.hit.document_id].timestamp() if c.hit else 0.0))
     if prefer == "reputation":
         return sorted(sides, key=lambda c: -(c.reputation if c.reputation is not None else 0.5))

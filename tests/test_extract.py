@@ -2,6 +2,7 @@
 
 import pytest
 
+from corpus import locations
 from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, discover_files, extract_file
 from tests.documents import write_corpus, write_pdf
 
@@ -141,7 +142,8 @@ def test_a_pdf_page_becomes_paragraphs_with_its_headings_apart(tmp_path):
         "weeks.",
     ]
     pdf = only_document(write_pdf(tmp_path / "backups.pdf", lines))
-    assert pdf.text.split("\n\n") == [
+    assert pdf.located and pdf.text.startswith(locations.page(1) + "\n")
+    assert locations.without_markers(pdf.text).strip().split("\n\n") == [
         "3.2 Backups",
         "Tidewater takes a snapshot of every volume each night at two in the morning and keeps it for fourteen "
         "days unless a retention policy says otherwise.",
