@@ -12,6 +12,7 @@ from pathlib import Path
 
 from corpus import locations
 from corpus.reading import Reading
+from corpus.signatures import binary_signature
 
 
 @dataclass
@@ -49,6 +50,17 @@ MIME_TYPES = {
     ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     ".csv": "text/csv",
     ".tsv": "text/tab-separated-values",
+    ".docm": "application/vnd.ms-word.document.macroEnabled.12",
+    ".pptm": "application/vnd.ms-powerpoint.presentation.macroEnabled.12",
+    ".xlsm": "application/vnd.ms-excel.sheet.macroEnabled.12",
+    ".odt": "application/vnd.oasis.opendocument.text",
+    ".ods": "application/vnd.oasis.opendocument.spreadsheet",
+    ".odp": "application/vnd.oasis.opendocument.presentation",
+    ".doc": "application/msword",
+    ".ppt": "application/vnd.ms-powerpoint",
+    ".xls": "application/vnd.ms-excel",
+    ".rtf": "application/rtf",
+    ".eml": "message/rfc822",
 }
 
 
@@ -121,7 +133,7 @@ def _extract(
     elif suffix in OFFICE_SUFFIXES:
         reading = _read_office(suffix, data)
     elif suffix in (".csv", ".tsv"):
-        reading = Reading(_read_delimited(suffix, raw))
+        reading = _read_delimited(suffix, raw, Path(name).stem)
     else:
         reading = Reading(*reversed(_read_text(suffix, raw)))
     text = reading.text.strip()
@@ -138,33 +150,6 @@ def _extract(
 
 
 # --- Content checks: the bytes must be what the name claims, whatever the extension says ------
-
-# Formats we never read as text, by their first bytes (offset, magic, what it is). Formats whose
-# magic could begin a sentence ("MZ", "GIF8") are told apart by what follows or by a NUL byte.
-BINARY_SIGNATURES: list[tuple[int, bytes, str]] = [
-    (0, b"\x7fELF", "an ELF executable"),
-    (0, b"\xfe\xed\xfa\xce", "a Mach-O executable"),
-    (0, b"\xfe\xed\xfa\xcf", "a Mach-O executable"),
-    (0, b"\xce\xfa\xed\xfe", "a Mach-O executable"),
-    (0, b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
-    (0, b"\xca\xfe\xba\xbe", "a Java class file or universal Mach-O executable"),
-    (0, b"\x00asm", "a WebAssembly module"),
-    (0, b"PK\x03\x04", "a ZIP archive (a Word, PowerPoint or Excel file is read as .docx, .pptx, .xlsx)"),
-    (0, b"PK\x05\x06", "a ZIP archive"),
-    (0, b"\x1f\x8b", "gzip-compressed data"),
-    (0, b"\xfd7zXZ\x00", "xz-compressed data"),
-    (0, b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
-    (0, b"\x28\xb5\x2f\xfd", "zstd-compressed data"),
-    (257, b"ustar", "a tar archive"),
-    (0, b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an OLE2 file (.doc, .xls, .msi)"),
-    (0, b"SQLite format 3\x00", "an SQLite database"),
-    (0, b"\x89PNG\r\n\x1a\n", "a PNG image"),
-    (0, b"\xff\xd8\xff", "a JPEG image"),
-    (0, b"GIF87a", "a GIF image"),
-    (0, b"GIF89a", "a GIF image"),
-    (0, b"%PDF-", "a PDF document (upload it as .pdf)"),
-]
-_MZ_HEADER_BYTES = 64  # a DOS/PE header holds NUL bytes here; text starting "MZ" does not
 
 # Text is refused when more than this share of its characters are control characters (other than
 # tab, newline, carriage return, form feed, vertical tab) or U+FFFD (text already garbled by a
@@ -201,13 +186,29 @@ def _checked_content(suffix: str, data: bytes, *, charset: str | None) -> str:
         if b"%PDF-" not in data[:1024]:  # the header may follow a little junk (readers accept it)
             raise ExtractionError("not a PDF (no %PDF- header)")
         return ""
-    if suffix in OFFICE_SUFFIXES:
+    if suffix in PACKAGE_SUFFIXES:
         from corpus.office import zip_problem
 
         if problem := zip_problem(suffix, data):
             raise ExtractionError(problem)
         return ""
-    if binary := _binary_signature(data):
+    if suffix in LEGACY_SUFFIXES:  # OLE2 files: accepted under their own names only
+        from corpus.legacy import legacy_problem
+
+        if problem := legacy_problem(suffix, data):
+            raise ExtractionError(problem)
+        return ""
+    if suffix in (".eml", ".rtf"):
+        from corpus.mail import email_problem, rtf_problem
+
+        if binary := binary_signature(data):
+            raise ExtractionError(f"the content is {binary}, not {'an e-mail message' if suffix == '.eml' else 'RTF'}")
+        if b"\x00" in data:
+            raise ExtractionError("the content holds NUL bytes: a binary file, not text")
+        if problem := (email_problem(data) if suffix == ".eml" else rtf_problem(data)):
+            raise ExtractionError(problem)
+        return ""
+    if binary := binary_signature(data):
         raise ExtractionError(f"the content is {binary}, not text")
     text = _decode(data, charset)
     if "\x00" in text:
@@ -217,15 +218,6 @@ def _checked_content(suffix: str, data: bytes, *, charset: str | None) -> str:
             f"more than {MAX_UNPRINTABLE_RATIO:.0%} of its characters are control characters: binary data, not text"
         )
     return text
-
-
-def _binary_signature(data: bytes) -> str | None:
-    for offset, magic, what in BINARY_SIGNATURES:
-        if data[offset : offset + len(magic)] == magic:
-            return what
-    if data[:2] == b"MZ" and b"\x00" in data[:_MZ_HEADER_BYTES]:
-        return "a Windows executable (PE/MZ)"
-    return None
 
 
 def _decode(data: bytes, charset: str | None) -> str:
@@ -292,29 +284,60 @@ def _read_html(raw: str) -> tuple[str, str]:
         raise ExtractionError("cannot read HTML: the parser rejected the markup") from exc
 
 
-OFFICE_SUFFIXES = (".docx", ".pptx", ".xlsx")
+# ZIP packages (their directory checked by corpus.office.zip_problem) and OLE2 files (converted
+# by LibreOffice, corpus.legacy); e-mail and RTF are read from their bytes.
+PACKAGE_SUFFIXES = (".docx", ".pptx", ".xlsx", ".docm", ".pptm", ".xlsm", ".odt", ".ods", ".odp")
+LEGACY_SUFFIXES = (".doc", ".ppt", ".xls")
+OFFICE_SUFFIXES = (*PACKAGE_SUFFIXES, *LEGACY_SUFFIXES, ".eml", ".rtf")
 
 
 def _read_office(suffix: str, data: bytes) -> Reading:
-    """A Word, PowerPoint or Excel package (its ZIP directory already checked) as block text."""
-    from corpus import office
+    """A Word, PowerPoint, Excel, OpenDocument, legacy Office, e-mail or RTF file (its bytes
+    already checked by _checked_content) as block text."""
+    from corpus import legacy, mail, office, opendocument
 
-    what, _ = office.PACKAGES[suffix]
-    read = {".docx": office.read_docx, ".pptx": office.read_pptx, ".xlsx": office.read_xlsx}[suffix]
+    named = {**office.PACKAGES, **office.ODF_PACKAGES, **legacy.LEGACY}
+    what = named[suffix][0] if suffix in named else {".eml": "an e-mail message", ".rtf": "an RTF document"}[suffix]
+    readers = {
+        ".docx": office.read_docx,
+        ".docm": office.read_docx,
+        ".pptx": office.read_pptx,
+        ".pptm": office.read_pptx,
+        ".xlsx": office.read_xlsx,
+        ".xlsm": office.read_xlsx,
+        ".odt": opendocument.read_odt,
+        ".ods": opendocument.read_ods,
+        ".odp": opendocument.read_odp,
+        ".eml": mail.read_eml,
+        ".rtf": mail.read_rtf,
+    }
     try:
-        return read(data)
+        if suffix in LEGACY_SUFFIXES:
+            converted = "." + legacy.LEGACY[suffix][2]
+            reading = readers[converted](legacy.convert(suffix, data))
+            reading.metadata["converted_by"] = "LibreOffice"
+            if legacy.has_macros(data):
+                reading.metadata["macros"] = "not run"
+        else:
+            reading = readers[suffix](data)
     except office.OfficeError as exc:
         raise ExtractionError(str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - hostile input: any parser failure is the file's, a 400
         detail = str(exc).strip() or type(exc).__name__
+        if type(exc).__module__.startswith("defusedxml") or "amplification" in detail:
+            # defusedxml refuses any entity declaration; lxml (python-docx, -pptx) stops expanding one
+            detail = f"its XML declares entities, refused (an entity-expansion attack?): {detail[:200]}"
         raise ExtractionError(f"cannot read {what}: {detail[:300]}") from exc
+    if suffix in office.MACRO_ENABLED:
+        reading.metadata["macros"] = "not run"  # read as a document; its VBA project is never opened
+    return reading
 
 
-def _read_delimited(suffix: str, raw: str) -> str:
+def _read_delimited(suffix: str, raw: str, name: str) -> Reading:
     from corpus.office import OfficeError, read_delimited
 
     try:
-        return read_delimited(raw, delimiter="\t" if suffix == ".tsv" else ",")
+        return read_delimited(raw, delimiter="\t" if suffix == ".tsv" else ",", name=name)
     except OfficeError as exc:
         raise ExtractionError(str(exc)) from exc
 

@@ -14,7 +14,8 @@ from openpyxl import Workbook
 from pptx import Presentation
 from pptx.util import Inches
 
-from corpus import office
+from corpus import locations, office
+from corpus.chunking import parse_blocks
 from corpus.extract import MIME_TYPES, ExtractedDocument, ExtractionError, extract_bytes
 from corpus.models import Chunk, Document, Upload
 from tests.conftest import client_for
@@ -157,7 +158,20 @@ def test_csv_and_tsv_rows_are_written_under_their_header(bob):
     assert "Item: rows per table; Limit: unbounded" in text
     tsv = extracted("codes.tsv", b"Door\tCode\nArchive\t4471\n")
     assert tsv.mime_type == "text/tab-separated-values" and tsv.title == "codes"
-    assert tsv.text == "| Door | Code |\n|---|---|\n| Archive | 4471 |"
+    assert tsv.text == f"{locations.sheet('codes', 2, 2)}\n| Door | Code |\n|---|---|\n| Archive | 4471 |"
+
+
+def test_a_long_csv_comes_in_row_groups_numbered_as_a_spreadsheet_numbers_its_records():
+    rows = "".join(f"Desk {n},Floor {n % 4}\n" for n in range(1, 121))
+    text = extracted("desks.csv", f"Desk,Floor\n{rows}".encode()).text
+    assert [locations.parse(line) for line in text.split("\n") if line.startswith(locations.MARK)] == [
+        {"sheet": "desks", "rows": [2, 51]},
+        {"sheet": "desks", "rows": [52, 101]},
+        {"sheet": "desks", "rows": [102, 121]},
+    ]
+    assert text.count("| Desk | Floor |") == 1  # one header: parse_blocks keeps it across the markers
+    rows_read = [b.text for b in parse_blocks(text) if b.kind == "row"]
+    assert len(rows_read) == 120 and rows_read[-1] == "Desk: Desk 120; Floor: Floor 0"
 
 
 def test_cell_text_cannot_break_the_table_or_open_structure():
@@ -173,7 +187,11 @@ def test_cell_text_cannot_break_the_table_or_open_structure():
         ("notes.docx", b"Plain text saved with a .docx name.\n", "not a Word document"),
         ("broken.docx", b"PK\x03\x04" + bytes(60), "a damaged ZIP archive"),
         ("other.docx", zip_file({"readme.txt": b"hello"}), "no [Content_Types].xml"),
-        ("sheet.pptx", workbook_file(), "not a PowerPoint presentation (it holds no presentationml part)"),
+        (
+            "sheet.pptx",
+            workbook_file(),
+            "not a PowerPoint presentation (it holds no presentationml part): it is an Excel workbook, upload it as .xlsx",
+        ),
         (
             "damaged.docx",
             zip_file({"[Content_Types].xml": b"<Types>wordprocessingml</Types>", "word/document.xml": b"<w:document"}),
@@ -233,3 +251,102 @@ def test_a_sheet_whose_cells_sit_far_apart_is_refused_not_padded_for_minutes(bob
     assert response.json()["file"][0] == (
         f"far.xlsx: the workbook holds more than {office.MAX_WORKBOOK_CELLS} cells (empty ones counted)"
     )
+
+
+# --- Word details: tracked changes, notes, outline levels --------------------------------------
+
+W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def word_with_changes_and_notes() -> bytes:
+    """A Word file with a tracked insertion and deletion, a footnote and an endnote (their parts
+    added through python-docx's package API, as Word lays them out), a paragraph whose own outline
+    level makes it a heading and one whose custom style's outline level does."""
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.opc.constants import CONTENT_TYPE as CT
+    from docx.opc.constants import RELATIONSHIP_TYPE as RT
+    from docx.opc.packuri import PackURI
+    from docx.opc.part import Part
+    from docx.oxml import parse_xml
+
+    document = WordDocument()
+    changed = document.add_paragraph("The archive opens at ")
+    changed._p.append(
+        parse_xml(
+            f'<w:ins xmlns:w="{W}" w:id="1" w:author="Eli" w:date="2026-11-20T10:00:00Z"><w:r><w:t>nine</w:t></w:r></w:ins>'
+        )
+    )
+    changed._p.append(
+        parse_xml(
+            f'<w:del xmlns:w="{W}" w:id="2" w:author="Eli" w:date="2026-11-20T10:00:00Z">'
+            "<w:r><w:delText>eight</w:delText></w:r></w:del>"
+        )
+    )
+    changed.add_run(" on weekdays.")
+    chapter = document.styles.add_style("Chapter", WD_STYLE_TYPE.PARAGRAPH)
+    chapter.element.get_or_add_pPr().append(parse_xml(f'<w:outlineLvl xmlns:w="{W}" w:val="0"/>'))
+    document.add_paragraph("Keys and badges", style="Chapter")
+    outlined = document.add_paragraph("Lost badges")
+    outlined._p.get_or_add_pPr().append(parse_xml(f'<w:outlineLvl xmlns:w="{W}" w:val="1"/>'))
+    cited = document.add_paragraph("A lost badge is blocked within the hour")
+    cited._p.append(parse_xml(f'<w:r xmlns:w="{W}"><w:footnoteReference w:id="1"/></w:r>'))
+    cited.add_run(" and replaced the next day")
+    cited._p.append(parse_xml(f'<w:r xmlns:w="{W}"><w:endnoteReference w:id="1"/></w:r>'))
+    cited.add_run(".")
+    document.add_paragraph("Badges are blue on Fridays.")
+    for kind, content_type, reltype, text in [
+        ("footnote", CT.WML_FOOTNOTES, RT.FOOTNOTES, "Call security on extension 5100."),
+        ("endnote", CT.WML_ENDNOTES, RT.ENDNOTES, "Replacement badges cost ten euros."),
+    ]:
+        xml = (
+            f'<w:{kind}s xmlns:w="{W}"><w:{kind} w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r>'
+            f'</w:p></w:{kind}><w:{kind} w:id="1"><w:p><w:r><w:{kind}Ref/></w:r><w:r><w:t xml:space="preserve"> '
+            f"{text}</w:t></w:r></w:p></w:{kind}></w:{kind}s>"
+        )
+        part = Part(PackURI(f"/word/{kind}s.xml"), content_type, xml.encode(), document.part.package)
+        document.part.relate_to(part, reltype)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_word_tracked_changes_read_as_accepted_notes_follow_their_paragraph_and_outline_levels_head():
+    text = extracted("badges.docx", word_with_changes_and_notes()).text
+    assert "The archive opens at nine on weekdays." in text and "eight" not in text
+    assert "# Keys and badges" in text and "## Lost badges" in text
+    assert (
+        "A lost badge is blocked within the hour[1] and replaced the next day[1].\n\n"
+        "Footnote 1: Call security on extension 5100.\n\n"
+        "Endnote 1: Replacement badges cost ten euros.\n\n"
+        "Badges are blue on Fridays."
+    ) in text
+
+
+def test_a_workbook_title_line_is_a_heading_and_the_header_is_the_row_below_it(bob, small_chunks):
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Prices"
+    sheet["A2"] = "Price list 2026"
+    sheet.merge_cells("A2:C2")
+    sheet.append(["Item", "Price", "Unit"])
+    for n in range(1, 61):
+        sheet.append([f"Item {n}", n * 2, "each"])
+    sheet.append([])
+    sheet.append(["Item 61", 122, "box"])  # after an empty row: still the table's, at its real row
+    out = io.BytesIO()
+    workbook.save(out)
+    text = extracted("prices.xlsx", out.getvalue()).text
+    assert "# Prices\n\n## Price list 2026" in text
+    found = [locations.parse(line) for line in text.split("\n") if line.startswith(locations.MARK)]
+    assert found == [{"sheet": "Prices"}, {"sheet": "Prices", "rows": [4, 53]}, {"sheet": "Prices", "rows": [54, 65]}]
+    response = post_file(bob, "prices.xlsx", out.getvalue())
+    assert response.status_code == 201, response.content
+    last = chunk_with(chunks_of("upload:prices.xlsx"), "Item 61")
+    assert "Item: Item 61; Price: 122; Unit: box" in last.text
+    assert last.location["sheet"] == "Prices" and last.location["rows"][1] == 65
+
+
+def test_the_header_row_is_the_first_filled_row_that_is_not_all_numbers():
+    assert office.header_row([["Report"], ["2024", "2025", "2026"], ["Region", "Sales", "Growth"]]) == 2
+    assert office.header_row([["Name", "Desk"], ["Dana", "4.12"]]) == 0
+    assert office.header_row([["Totals by quarter"], ["", "Q1", "Q2"], ["North", "4", "5"]]) == 1
