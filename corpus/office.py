@@ -242,14 +242,28 @@ def read_xlsx(data: bytes) -> Reading:
             if not hasattr(sheet, "iter_rows"):  # a chart sheet
                 continue
             sheet.reset_dimensions()  # the declared dimensions pad every row to them; the file's rows are enough
-            table = table_lines(_bounded(sheet.iter_rows(values_only=True), budget))
+            rows = list(_bounded(sheet.iter_rows(values_only=True), budget))
+            table = table_lines(rows)
             if table:
                 blocks.append(f"{locations.sheet(sheet.title)}\n# {_line(sheet.title) or 'Sheet'}")
-                blocks.append("\n".join(table))
+                blocks.append("\n".join(_rows_placed(sheet.title, rows, table)))
         metadata = _properties(workbook.properties) if workbook.properties else {}
     finally:
         workbook.close()
     return Reading(_join(blocks), title, metadata, located=True)
+
+
+def _rows_placed(name: str, rows: list[tuple], table: list[str]) -> list[str]:
+    """The sheet's table lines, each row's after a marker naming its row as the sheet numbers it
+    (the rows are read from row 1): a chunk then says which rows it holds."""
+    numbers = iter(n for n, row in enumerate(rows, start=1) if any(_cell(value) for value in row))
+    placed = []
+    for index, line in enumerate(table):
+        if index != 1 or not line.startswith("|---"):  # the rule under the header is no row
+            number = next(numbers)
+            placed.append(locations.sheet(name, number, number))
+        placed.append(line)
+    return placed
 
 
 def _bounded(rows: Iterable[tuple], budget: list[int]) -> Iterator[tuple]:
