@@ -5,9 +5,13 @@ Cairn's view of the stored file. The files are built here with the libraries tha
 
 import io
 import json
+import subprocess
+import sys
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
 from openpyxl import Workbook
 from pptx import Presentation
@@ -144,6 +148,20 @@ def test_ingest_copies_the_file_stores_nothing_new_when_unchanged_and_replaces_a
     assert not first.file.storage.exists(first.file.name)
 
 
+def test_a_file_whose_text_reads_the_same_is_still_the_new_original(tmp_path):
+    path = tmp_path / "rota.md"
+    path.write_text("# Rota\n\nThe night shift starts at ten.\n")
+    call_command("ingest", str(path), collection="rota", verbosity=0)
+    path.write_text("# Rota\n\nThe night shift starts at ten.\n\n\n")  # re-saved: the same text
+    call_command("ingest", str(path), collection="rota", verbosity=0)
+    document = Document.objects.get(collection__slug="rota")
+    assert stored(document) == path.read_bytes() and document.original.mime_type == "text/markdown"
+    response = signed_in(User.objects.create_superuser("root", password="root-pw")).get(
+        f"/documents/{document.id}/original"
+    )
+    assert response["Content-Disposition"] == 'attachment; filename="rota.md"'  # never rendered from this origin
+
+
 def test_the_same_bytes_in_two_collections_are_stored_once_and_a_shared_one_stays(
     tmp_path, django_capture_on_commit_callbacks
 ):
@@ -229,3 +247,109 @@ def test_a_pdf_has_no_view_and_an_answer_s_citations_say_where_and_link_there(bo
     # Re-opened later, the recorded answer says the same.
     again = client_for(bob).get(f"/api/v1/answers/{answer['response_id']}").json()
     assert json.dumps(again["citations"]) == json.dumps(answer["citations"])
+
+
+# --- In a browser: a citation opens the original at its place ----------------------------------
+
+BROWSER_DATABASE = "test_cairn_originals"
+
+
+@pytest.fixture(scope="module")
+def served_files(tmp_path_factory, django_db_blocker):
+    """A database of its own (as tests/test_serving.py's) holding a PDF, a deck and a workbook in a
+    public collection, chunked a page, a slide or a few rows apiece, their originals in a folder of
+    this test's; and a reader."""
+    from tests.test_serving import manage
+
+    folder = tmp_path_factory.mktemp("served-files")
+    extra = {"CAIRN_DB_NAME": BROWSER_DATABASE, "CAIRN_ORIGINALS_DIR": str(folder / "originals")}
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS {BROWSER_DATABASE} WITH (FORCE)")
+    manage("migrate", "--noinput", **extra)
+    (folder / "office-guide.pdf").write_bytes(pdf_bytes(PAGES, title="Office guide"))
+    (folder / "quarterly-review.pptx").write_bytes(deck())
+    (folder / "canteen-prices.xlsx").write_bytes(workbook())
+    manage("ingest", *(str(folder / name) for name in ("office-guide.pdf", "quarterly-review.pptx",
+           "canteen-prices.xlsx")), "--collection", "files", "--public",
+           CAIRN_CHUNK_TOKENS="24", CAIRN_CHUNK_OVERLAP_TOKENS="0", **extra)  # fmt: skip
+    manage("reader", "erin", "--password-stdin", input="pebble-larch-quarry-71\n", **extra)
+    yield extra
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS {BROWSER_DATABASE} WITH (FORCE)")
+
+
+def test_a_citation_opens_the_pdf_at_its_page_and_a_slide_or_rows_in_cairns_view(served_files):
+    """In Chromium against gunicorn: ask, and from the cited passage's card open the original at the
+    place: the PDF itself at #page=2, the deck's slide 3 (its text and notes), the workbook's later
+    sheet with the cited row marked and scrolled to."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.loopback import free_port
+    from tests.test_serving import CHROMIUM, ROOT, chromium, env, wait_healthy
+
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
+        cwd=ROOT, env=env(CAIRN_WEB_WORKERS="1", CAIRN_ACCESS_LOG="", **served_files),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    errors = []
+    try:
+        wait_healthy(base, server)
+        with sync_playwright() as playwright:
+            browser = chromium(playwright)
+            page = browser.new_page()
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(f"{base}/")
+            page.fill("#id_username", "erin")
+            page.fill("#id_password", "pebble-larch-quarry-71")
+            page.click("button[type=submit]")
+            page.wait_for_url(f"{base}/")
+
+            def ask(question: str, place: str):
+                """Ask in quick mode; the cited card's link to the original at `place`."""
+                page.goto(f"{base}/")
+                page.fill("#question", question)
+                page.select_option("#mode", "fast")
+                page.click("#ask-button")
+                page.wait_for_selector("#actions:not([hidden])", timeout=60_000)
+                link = page.locator("#sources li.cited a.original", has_text=place)
+                assert link.count() == 1, page.inner_text("#sources")
+                return link
+
+            # The PDF: opened itself, in the browser's viewer, at the page (viewers honour #page=2).
+            link = ask("where does the boiler room key hang", "page 2")
+            with page.expect_response(lambda r: "/original" in r.url) as opened:
+                link.click()
+            response = opened.value
+            assert response.status == 200 and response.headers["content-type"] == "application/pdf"
+            assert response.headers["content-disposition"].startswith("inline")
+            page.wait_for_url("**/original#page=2")
+            assert page.url.startswith(f"{base}/documents/") and page.url.endswith("/original#page=2")
+            # What the viewer shows is the file as it was ingested, byte for byte.
+            assert page.request.get(page.url).body() == pdf_bytes(PAGES, title="Office guide")
+
+            # The deck: Cairn's view of the stored file at slide 3.
+            ask("how large is the travel budget next year", "slide 3").click()
+            page.wait_for_url("**/original/view?slide=3")
+            assert page.inner_text("section.slide h3") == "Budget"
+            assert "90,000 euros" in page.inner_text("section.slide")
+            assert "Confirm the figure with finance." in page.inner_text("aside.notes")
+            assert page.locator("a.download").count() == 1
+
+            # The workbook: its later sheet, the cited row marked and scrolled to.
+            ask("what does the harbour sandwich cost", "sheet Prices").click()
+            page.wait_for_url("**/original/view?sheet=Prices*")
+            assert "#row-" in page.url
+            assert "Harbour sandwich" in " ".join(page.locator("table.sheet tr.cited").all_inner_texts())
+            target = page.locator("table.sheet tr:target")
+            assert target.get_attribute("class") == "cited"
+            assert 0 <= target.evaluate("row => row.getBoundingClientRect().top") < page.viewport_size["height"]
+            browser.close()
+        assert errors == []
+    finally:
+        server.terminate()
+        server.wait(timeout=90)
