@@ -24,8 +24,8 @@ def document_page(request, document_id: int):
     return render(request, "document.html", context)
 
 
-# Not the pages' policy: Chromium's PDF viewer is a plugin, which `object-src 'none'` on the PDF's
-# own response would block; every other original is sent as an attachment, never rendered.
+# Not the pages' policy: it is for HTML, and a browser's PDF viewer (a plugin) can be refused by its
+# `object-src 'none'` on the PDF's own response. Every other original is an attachment, never rendered.
 @csp_exempt()
 @login_required
 def document_original(request, document_id: int):
