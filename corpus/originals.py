@@ -77,6 +77,7 @@ def originals_keep(*, collection: Collection, files: Mapping[str, OriginalFile])
         data = file.read()
         sha256 = hashlib.sha256(data).hexdigest()
         if document.original is not None and document.original.sha256 == sha256:
+            _file_store(document.original.file.name, data)  # nothing, unless its file was lost (a restore)
             continue
         suffix = PurePosixPath(file.name).suffix.lower()
         # Written before the transaction (a storage is not transactional); content-addressed, so a

@@ -121,7 +121,7 @@ def test_text_posted_as_json_and_the_lines_of_a_jsonl_have_no_original(bob):
 
 
 def test_ingest_copies_the_file_stores_nothing_new_when_unchanged_and_replaces_a_changed_one(
-    tmp_path, small_chunks, django_capture_on_commit_callbacks
+    tmp_path, originals_dir, small_chunks, django_capture_on_commit_callbacks
 ):
     path = tmp_path / "guide.pdf"
     path.write_bytes(pdf_bytes(PAGES))
@@ -131,11 +131,15 @@ def test_ingest_copies_the_file_stores_nothing_new_when_unchanged_and_replaces_a
     assert stored(document) == path.read_bytes()
 
     # Unchanged: the same original, and no new row or file.
-    before = (Original.objects.count(), sorted(p.name for p in tmp_path.parent.rglob("*.pdf")))
+    before = (Original.objects.count(), sorted(p.name for p in originals_dir.rglob("*") if p.is_file()))
     call_command("ingest", str(path), collection="cli-originals", verbosity=0)
     document.refresh_from_db()
     assert document.original_id == first.id
-    assert (Original.objects.count(), sorted(p.name for p in tmp_path.parent.rglob("*.pdf"))) == before
+    assert (Original.objects.count(), sorted(p.name for p in originals_dir.rglob("*") if p.is_file())) == before
+    # A file lost from the storage (a folder restored from an older copy) is written again.
+    first.file.storage.delete(first.file.name)
+    call_command("ingest", str(path), collection="cli-originals", verbosity=0)
+    assert stored(document) == path.read_bytes()
 
     # Changed: the new file replaces the old, whose row and file go once nothing points at them.
     changed = pdf_bytes([*PAGES, ["A fourth page on parking permits."]])
