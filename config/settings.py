@@ -250,6 +250,36 @@ CAIRN_INGEST_BATCH_DOCUMENTS = env_int("CAIRN_INGEST_BATCH_DOCUMENTS", 256, mini
 CAIRN_MAX_UPLOAD_BYTES = env_int("CAIRN_MAX_UPLOAD_BYTES", 10 * 1024 * 1024, minimum=1)
 # Uploads larger than this are ingested by the worker (202 + GET /uploads/<id>), not in the request.
 CAIRN_SYNC_UPLOAD_BYTES = env_int("CAIRN_SYNC_UPLOAD_BYTES", 256 * 1024, minimum=0)
+# The files documents are read from, kept so that a reader can open the original at the cited page
+# (corpus/originals.py): on this disk by default; in an S3-compatible bucket through django-storages
+# when CAIRN_ORIGINALS_S3_BUCKET is set (docs/loading-documents.md).
+CAIRN_ORIGINALS_DIR = Path(env_str("CAIRN_ORIGINALS_DIR", str(CAIRN_DATA_DIR / "originals"))).resolve()
+_originals_bucket = env_str("CAIRN_ORIGINALS_S3_BUCKET", "")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "originals": {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": _originals_bucket,
+            "endpoint_url": env_str("CAIRN_ORIGINALS_S3_ENDPOINT_URL", "") or None,
+            "region_name": env_str("CAIRN_ORIGINALS_S3_REGION", "") or None,
+            "location": env_str("CAIRN_ORIGINALS_S3_PREFIX", "originals"),
+            "default_acl": "private",
+            "querystring_auth": True,
+        },
+    }
+    if _originals_bucket
+    else {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        # Readers' documents: not for other accounts on the host to read.
+        "OPTIONS": {
+            "location": str(CAIRN_ORIGINALS_DIR),
+            "file_permissions_mode": 0o640,
+            "directory_permissions_mode": 0o750,
+        },
+    },
+}
 CAIRN_RETRIEVAL_CANDIDATES = env_int("CAIRN_RETRIEVAL_CANDIDATES", 50, minimum=1)
 CAIRN_RRF_K = env_int("CAIRN_RRF_K", 60, minimum=1)
 

@@ -4,6 +4,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
@@ -17,17 +18,20 @@ from config.exceptions import CairnError
 from corpus.extract import ExtractionError
 from corpus.lineage import document_move, document_restore, document_retract
 from corpus.models import Collection, Document, Upload
+from corpus.originals import place
 from corpus.permissions import IsCurator
 from corpus.selectors import (
     chunks_readable_by,
     collections_curated_by,
     collections_readable_by,
     document_list,
+    document_with_original,
     documents_curated_by,
     uploads_visible_to,
 )
 from corpus.services import RESERVED_SOURCE, WRITEBACK_SOURCE_PREFIX, upload_ingest, upload_receive
 from corpus.tasks import upload_ingest_enqueue
+from corpus.views import original_response
 
 
 class StrictStringMixin:
@@ -62,8 +66,14 @@ class DocumentOutputSerializer(serializers.Serializer):
     status = serializers.CharField()
     metadata = serializers.JSONField()
     chunk_count = serializers.IntegerField()
+    original_url = serializers.SerializerMethodField(
+        help_text="The file it was read from (`GET /documents/{id}/original`); null when none is kept."
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+    def get_original_url(self, document) -> str | None:
+        return reverse("document-original-api", args=[document.id]) if document.original_id else None
 
 
 class ChunkOutputSerializer(serializers.Serializer):
@@ -73,6 +83,15 @@ class ChunkOutputSerializer(serializers.Serializer):
     ordinal = serializers.IntegerField()
     text = serializers.CharField()
     token_count = serializers.IntegerField()
+    location = serializers.JSONField(help_text='Where it sits in the original file: {"page": 12}, {"slide": 4}, ...')
+    location_label = serializers.SerializerMethodField(help_text='"page 12", "slide 4", "sheet Prices, rows 2–41"')
+    original_url = serializers.SerializerMethodField(help_text="The original opened at that place; null when none.")
+
+    def get_location_label(self, chunk) -> str:
+        return place(chunk)["location_label"]
+
+    def get_original_url(self, chunk) -> str | None:
+        return place(chunk)["original_url"]
 
 
 class IngestedDocumentSerializer(serializers.Serializer):
@@ -264,10 +283,27 @@ class DocumentDetailApi(APIView):
         return Response(DocumentOutputSerializer(document).data)
 
 
+class DocumentOriginalApi(APIView):
+    """The file a document was read from: a PDF inline, anything else as an attachment; 404 for
+    a document the caller may not read or one that keeps no file (text posted as JSON, a .jsonl's
+    lines). Chunks and citations give `original_url`, the page at the place they came from."""
+
+    def perform_content_negotiation(self, request, force=False):
+        return super().perform_content_negotiation(request, force=True)  # a file, whatever Accept says
+
+    @extend_schema(responses={(200, "application/octet-stream"): bytes})
+    def get(self, request, document_id: int):
+        document = document_with_original(user=request.user, document_id=document_id)
+        if document is None:
+            raise Http404("No such original.")
+        return original_response(document)
+
+
 class ChunkDetailApi(APIView):
     @extend_schema(responses=ChunkOutputSerializer)
     def get(self, request, chunk_id: int):
-        chunk = get_object_or_404(chunks_readable_by(user=request.user).select_related("document"), id=chunk_id)
+        chunks = chunks_readable_by(user=request.user).select_related("document__original")
+        chunk = get_object_or_404(chunks, id=chunk_id)
         return Response(ChunkOutputSerializer(chunk).data)
 
 

@@ -5,7 +5,11 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.files.storage import storages
+from django.core.signals import setting_changed
 from django.db import models
+from django.dispatch import receiver
+from django.utils.functional import LazyObject, empty
 from pgvector.django import HnswIndex, VectorField
 
 EMBEDDING_DIM = 384  # all-MiniLM-L6-v2; another model size needs a migration
@@ -35,6 +39,44 @@ class Collection(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+
+class OriginalsStorage(LazyObject):
+    """The "originals" storage of settings.STORAGES, looked up when first used, and again after
+    STORAGES changes (the tests keep their files apart), as Django's default_storage is."""
+
+    def _setup(self):
+        self._wrapped = storages["originals"]
+
+
+_originals_storage = OriginalsStorage()
+
+
+@receiver(setting_changed)
+def _storages_changed(*, setting, **kwargs):
+    if setting == "STORAGES":
+        _originals_storage._wrapped = empty
+
+
+def originals_storage():
+    """A callable, so that the backend is a setting, not part of a migration."""
+    return _originals_storage
+
+
+class Original(models.Model):
+    """A file as it was loaded, kept so that a reader can open it at the cited page. Stored once by
+    the SHA-256 of its bytes, however many documents (or collections) were read from it; the
+    document points at it, and an original no document points at any more is removed
+    (corpus.originals)."""
+
+    sha256 = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the bytes.")
+    file = models.FileField(storage=originals_storage, max_length=200, help_text="ab/cd/<sha256><suffix>")
+    size = models.PositiveBigIntegerField()
+    mime_type = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.file.name
 
 
 class Document(models.Model):
@@ -70,6 +112,10 @@ class Document(models.Model):
     upload = models.ForeignKey(
         "Upload", null=True, blank=True, on_delete=models.SET_NULL, related_name="documents",
         help_text="The API upload that last wrote it (none for the CLI and write-backs).",
+    )  # fmt: skip
+    original = models.ForeignKey(
+        Original, null=True, blank=True, on_delete=models.PROTECT, related_name="documents",
+        help_text="The file it was read from (none for text posted as JSON, a .jsonl's lines, write-backs).",
     )  # fmt: skip
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

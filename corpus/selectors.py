@@ -15,8 +15,10 @@ from django.db import connection
 from django.db.models import Count, F, Q, QuerySet
 from pgvector.django import CosineDistance
 
+from corpus import locations
 from corpus.chunking import BLOCK_PREFIX, parse_blocks
 from corpus.models import TEXT_SEARCH_CONFIG, Chunk, Collection, Document, Upload, WriteBack
+from corpus.originals import document_original_url
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -120,6 +122,13 @@ def document_list(*, user: User, collection_slug: str | None = None) -> QuerySet
     return documents.order_by("id")
 
 
+def document_with_original(*, user: User, document_id: int) -> Document | None:
+    """A document `user` may read that keeps its original file, with it; None otherwise (a reader of
+    another collection, a retracted document, text that had no file: all "not found" alike)."""
+    documents = documents_readable_by(user=user).filter(original__isnull=False)
+    return documents.select_related("original").filter(id=document_id).first()
+
+
 def uploads_visible_to(*, user: User) -> QuerySet[Upload]:
     """A user's own uploads and every upload to a collection they curate; to others, "not found"."""
     visible = Q(uploader=user) | Q(collection__in=collections_curated_by(user=user))
@@ -133,14 +142,18 @@ class Passage:
 
     chunk_id: int
     blocks: list[tuple[str, str]]  # (kind, text): corpus.chunking.parse_blocks's heading, paragraph, code, ...
+    location_label: str = ""  # "page 12": where it sits in the original (corpus.locations.label)
+    original_url: str | None = None  # the original opened there (corpus.originals.original_url)
 
 
 def document_passages(document: Document) -> list[Passage]:
     """The document's text, chunk by chunk, without the sentences a chunk repeats from the one
     before it (chunking overlaps them): read in order, the passages are the document."""
     passages, previous = [], ""
-    for chunk_id, text in document.chunks.order_by("ordinal").values_list("id", "text"):
-        passages.append(Passage(chunk_id, [(b.kind, b.text) for b in parse_blocks(_unrepeated(previous, text))]))
+    for chunk_id, text, location in document.chunks.order_by("ordinal").values_list("id", "text", "location"):
+        blocks = [(b.kind, b.text) for b in parse_blocks(_unrepeated(previous, text))]
+        url = document_original_url(document, location) if location else None
+        passages.append(Passage(chunk_id, blocks, locations.label(location), url))
         previous = text
     return passages
 

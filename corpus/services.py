@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -22,6 +22,7 @@ from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure
 from corpus.instructions import addresses_a_model
 from corpus.lineage import writebacks_requeue
 from corpus.models import Chunk, Collection, Document, Upload
+from corpus.originals import OriginalFile, originals_for, originals_keep
 
 
 @dataclass(frozen=True)
@@ -124,13 +125,16 @@ def documents_ingest(
     on_progress: Callable[[int, int], None] | None = None,
     origin: str = Document.Origin.SOURCE,
     upload: Upload | None = None,
+    originals: Mapping[str, OriginalFile] | None = None,
 ) -> IngestReport:
     """Add new documents, replace changed ones, skip unchanged ones (by SHA-256 of the text).
 
     Works in batches: one embedding call and one transaction per batch, so an interrupted run
     keeps every finished batch and a re-run resumes where it stopped. `on_progress(documents,
     chunks)` is called after each batch with the counts it handled. `upload` is recorded on each
-    document it adds or changes.
+    document it adds or changes. `originals` names the file each source was read from: it is kept
+    as the document's original (corpus.originals), a changed file's replacing the old one, also
+    where the text did not change.
     """
     report = IngestReport()
     documents = map(_without_nul, documents)
@@ -150,6 +154,9 @@ def documents_ingest(
         chunk_count = _ingest_batch(
             collection=collection, batch=unique, embedder=embedder, report=report, origin=origin, upload=upload
         )
+        if originals:
+            files = {doc.source: originals[doc.source] for doc in unique if doc.source in originals}
+            originals_keep(collection=collection, files=files)
         if on_progress:
             on_progress(len(batch), chunk_count)
     return report
@@ -386,9 +393,16 @@ def upload_ingest(*, upload: Upload, data: bytes, embedder: Embedder | None = No
         def on_progress(done: int, _chunks: int) -> None:
             Upload.objects.filter(pk=upload.pk).update(documents_done=F("documents_done") + done)
 
-        report = documents_ingest(
-            collection=upload.collection, documents=documents, embedder=embedder, on_progress=on_progress, upload=upload
+        # Text posted as JSON has no file behind it; a file's bytes are its documents' original.
+        kept = (
+            {}
+            if upload.options.get("kind") == "text"
+            else originals_for(upload.name, [d.source for d in documents], data=data)
         )
+        report = documents_ingest(
+            collection=upload.collection, documents=documents, embedder=embedder, on_progress=on_progress,
+            upload=upload, originals=kept,
+        )  # fmt: skip
     except ExtractionError as exc:
         upload_fail(upload=upload, reason=str(exc))
         raise

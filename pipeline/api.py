@@ -20,6 +20,7 @@ from config.sse import MEDIA_TYPE as EVENT_STREAM
 from config.sse import STREAM_HEADERS, EventStreamRenderer, sse
 from corpus.embedder import embedder_loaded
 from corpus.models import WriteBack
+from corpus.originals import place
 from corpus.permissions import IsCurator
 from pipeline.models import Answer, Evidence
 from pipeline.selectors import answer_get, writeback_list, writebacks_curated_by
@@ -36,6 +37,11 @@ class StripSerializer(serializers.Serializer):
     kept = serializers.BooleanField(help_text="Kept by knowledge refinement: what the generator saw.")
 
 
+LOCATION_HELP = 'Where the passage sits in its original file: {"page": 12}, {"slide": 4}, {"sheet": …, "rows": […]}.'
+LABEL_HELP = 'The location in words: "page 12", "pages 12–13", "slide 4", "sheet Prices, rows 2–41"; "" when none.'
+ORIGINAL_HELP = "The original file opened at that place (a PDF at #page=N); null when no file is kept."
+
+
 class EvidenceSerializer(serializers.ModelSerializer):
     chunk_id = serializers.IntegerField(allow_null=True, help_text="Empty for external and inferred evidence.")
     document_id = serializers.IntegerField(source="chunk.document_id", allow_null=True, default=None)
@@ -44,6 +50,9 @@ class EvidenceSerializer(serializers.ModelSerializer):
     uploaded_by = serializers.CharField(source="chunk.document.upload.uploader.username", allow_null=True, default=None)
     strips = StripSerializer(many=True)
     notes = serializers.ListField(child=serializers.CharField())
+    location = serializers.SerializerMethodField(help_text=LOCATION_HELP)
+    location_label = serializers.SerializerMethodField(help_text=LABEL_HELP)
+    original_url = serializers.SerializerMethodField(help_text=ORIGINAL_HELP)
 
     class Meta:
         model = Evidence
@@ -51,7 +60,17 @@ class EvidenceSerializer(serializers.ModelSerializer):
             "n", "origin", "chunk_id", "document_id", "collection", "document_added", "uploaded_by", "title",
             "source", "text", "bucket", "trust", "relevance", "consistency", "agreement", "strips", "notes", "cited",
             "vector_distance", "text_rank", "fused_score", "rank_score", "reputation", "reputation_weight",
+            "location", "location_label", "original_url",
         ]  # fmt: skip
+
+    def get_location(self, evidence) -> dict:
+        return place(evidence.chunk)["location"]
+
+    def get_location_label(self, evidence) -> str:
+        return place(evidence.chunk)["location_label"]
+
+    def get_original_url(self, evidence) -> str | None:
+        return place(evidence.chunk)["original_url"]
 
 
 class CitationSerializer(serializers.Serializer):
@@ -59,11 +78,14 @@ class CitationSerializer(serializers.Serializer):
     chunk_id = serializers.IntegerField(allow_null=True)
     origin = serializers.CharField()
     strips = serializers.ListField(child=serializers.CharField(), help_text="The refined strips the answer drew on.")
+    location = serializers.DictField(help_text=LOCATION_HELP)
+    location_label = serializers.CharField(help_text=LABEL_HELP)
+    original_url = serializers.CharField(allow_null=True, help_text=ORIGINAL_HELP)
 
 
 class AnswerSerializer(serializers.ModelSerializer):
     answer = serializers.CharField(source="text")
-    citations = CitationSerializer(many=True)
+    citations = CitationSerializer(many=True, source="citations_placed")
     evidence = EvidenceSerializer(many=True)
     external = serializers.DictField(help_text="provider, query, results (count), error; empty when none ran.")
     notes = serializers.ListField(child=serializers.CharField())

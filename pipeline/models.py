@@ -8,6 +8,7 @@ from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
 from corpus.models import EMBEDDING_DIM, Chunk, Collection, WriteBack
+from corpus.originals import place
 
 
 class Answer(models.Model):
@@ -51,6 +52,13 @@ class Answer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.response_id}: {self.question[:60]}"
+
+    @property
+    def citations_placed(self) -> list[dict]:
+        """The citations, each with where its passage sits in the original and the way to it there
+        (corpus.originals.place): from the evidence it cites, whose chunk a re-ingest may have gone."""
+        chunks = {evidence.n: evidence.chunk for evidence in self.evidence.all()}
+        return [{**citation, **place(chunks.get(citation["n"]))} for citation in self.citations]
 
 
 class Evidence(models.Model):

@@ -40,7 +40,7 @@ def answer_get(*, user: AbstractBaseUser, response_id) -> Answer | None:
         Prefetch(
             "evidence",
             queryset=Evidence.objects.select_related(
-                "chunk__document__collection", "chunk__document__upload__uploader"
+                "chunk__document__collection", "chunk__document__upload__uploader", "chunk__document__original"
             ).order_by("n"),
         )
     ).filter(response_id=response_id)

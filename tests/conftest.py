@@ -59,7 +59,21 @@ def pytest_terminal_summary(terminalreporter):
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup, django_db_blocker):
+def originals_dir(tmp_path_factory):
+    """The originals the tests keep go to a folder of this run's, never to var/originals: stored by
+    content, a test that lets one go would take the file from under the developer's own database."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    folder = tmp_path_factory.mktemp("originals")
+    storages = {**settings.STORAGES, "originals": {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                                                  "OPTIONS": {"location": str(folder)}}}  # fmt: skip
+    with override_settings(STORAGES=storages):
+        yield folder
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker, originals_dir):
     with django_db_blocker.unblock():
         call_command("ingest", str(DEMO_CORPUS), collection="demo", public=True, verbosity=0)
 

@@ -5,18 +5,28 @@ from pathlib import Path
 
 def write_pdf(path: Path, lines: list[str], title: str = "") -> Path:
     """Write a minimal valid one-page PDF whose text layer holds `lines` (Helvetica, WinAnsi)."""
-    text_ops = " ".join(f"({_pdf_escape(line)}) Tj T*" for line in lines)
-    stream = f"BT /F1 11 Tf 14 TL 72 740 Td {text_ops} ET".encode("latin-1")
-    info = f"<< /Title ({_pdf_escape(title)}) >>".encode("latin-1") if title else b"<< >>"
+    path.write_bytes(pdf_bytes([lines], title))
+    return path
+
+
+def pdf_bytes(pages: list[list[str]], title: str = "") -> bytes:
+    """A minimal valid PDF of one page per item of `pages`, each page's text layer its lines."""
+    count = len(pages)
+    font = 3 + 2 * count  # objects: catalog, pages, then a page and its content stream per page
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
-        info,
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % (3 + 2 * i) for i in range(count)), count),
     ]
+    for i, lines in enumerate(pages):
+        text_ops = " ".join(f"({_pdf_escape(line)}) Tj T*" for line in lines)
+        stream = f"BT /F1 11 Tf 14 TL 72 740 Td {text_ops} ET".encode("latin-1")
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+            b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (4 + 2 * i, font)
+        )
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    objects.append(f"<< /Title ({_pdf_escape(title)}) >>".encode("latin-1") if title else b"<< >>")
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -30,8 +40,7 @@ def write_pdf(path: Path, lines: list[str], title: str = "") -> Path:
         len(objects),
         xref,
     )
-    path.write_bytes(bytes(out))
-    return path
+    return bytes(out)
 
 
 def _pdf_escape(text: str) -> str:

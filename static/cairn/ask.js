@@ -169,10 +169,17 @@ function card(item, strips, cited) {
   const added = item.document_added && `added ${new Date(item.document_added).toLocaleDateString()}`;
   const by = item.uploaded_by && `uploaded by ${item.uploaded_by}`;
   const provenance = [where, by, added, item.reputation === null ? null : `reputation ${Math.round(item.reputation * 100)}%`].filter(Boolean);
+  // Where the passage sits in the file it was read from, opening it there: "page 12" opens the PDF
+  // at #page=12, "slide 4" Cairn's view of the deck at that slide (the API builds the link).
+  const placeText = item.location_label || (item.original_url ? "original file" : "");
+  const place = !placeText ? null : item.original_url
+    ? el("a", {href: item.original_url, className: "original", textContent: placeText})
+    : el("span", {textContent: placeText});
   const passage = el("blockquote", {}, ...highlighted(readable(item.text), strips));
   if (!cited) passage.className = "plain";
   return el("li", {id: `source-${item.n}`, className: cited ? "card cited" : "card", value: item.n},
-    el("div", {className: "card-title"}, title), el("div", {className: "meta"}, provenance.join(" · ")), passage);
+    el("div", {className: "card-title"}, title),
+    el("div", {className: "meta"}, provenance.join(" · "), place && provenance.length ? " · " : null, place), passage);
 }
 
 function render(body) {

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, discover_files, extract_file
+from corpus.originals import OriginalFile, originals_for
 from corpus.services import collection_get_or_create, documents_ingest
 
 
@@ -36,10 +37,13 @@ class Command(BaseCommand):
             raise CommandError("; ".join(f"{f.name}: {f.reason}" for f in failures))
 
         documents: list[ExtractedDocument] = []
+        originals: dict[str, OriginalFile] = {}  # each document's file, copied into the originals storage
         for path in tqdm(files, desc="reading", unit="file", disable=verbosity == 0):
             try:
                 for item in extract_file(path):
                     (failures if isinstance(item, ExtractionFailure) else documents).append(item)
+                    if isinstance(item, ExtractedDocument):
+                        originals.update(originals_for(path.name, [item.source], path=path))
             except ExtractionError as exc:
                 failures.append(ExtractionFailure(str(path), str(exc)))
             except OSError as exc:
@@ -54,7 +58,9 @@ class Command(BaseCommand):
                 bar.update(doc_count)
                 bar.set_postfix(chunks=chunk_total)
 
-            report = documents_ingest(collection=collection_obj, documents=documents, on_progress=on_progress)
+            report = documents_ingest(
+                collection=collection_obj, documents=documents, on_progress=on_progress, originals=originals
+            )
         failures += report.failed
 
         self.stdout.write(
