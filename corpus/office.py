@@ -31,8 +31,6 @@ _ZIP_RATIO_FLOOR_BYTES = 10 * 1024 * 1024
 # yield every empty row before it and pad its row to 16,384 columns. A workbook is read up to this
 # many cells (rows and padding counted) and refused beyond: a few bytes must not cost minutes.
 MAX_WORKBOOK_CELLS = 2_000_000
-# A large sheet is written in groups of this many rows, each placed by its sheet and row numbers.
-ROWS_PER_GROUP = 50
 _MAX_CONTENT_TYPES_BYTES = 1024 * 1024
 
 # What each package is, and the word its [Content_Types].xml names its main part with.
@@ -461,8 +459,7 @@ def _shape_blocks(shape) -> list[str]:
 
 def read_xlsx(data: bytes) -> Reading:
     """(title, text) of a workbook: each worksheet a section headed by its name, its header row
-    (header_row) over the rows below, in groups of ROWS_PER_GROUP rows placed by the sheet's own
-    row numbers. Formulas read as the values Excel cached when it saved (a file no spreadsheet
+    (header_row) over the rows below, each placed by the sheet's own row number. Formulas read as the values Excel cached when it saved (a file no spreadsheet
     program saved has none: those cells are empty). A macro-enabled .xlsm is read the same way."""
     from openpyxl import load_workbook
 
@@ -498,10 +495,12 @@ _HEADER_SEARCH_ROWS = 30  # the header is looked for among a sheet's first rows 
 
 def sheet_blocks(name: str, rows: Iterable[tuple[int, Iterable]], *, section: bool = True) -> list[str]:
     """A sheet's blocks from its (row number, cell values) rows: a section headed by its `name`
-    (unless not `section`: a CSV file is one sheet); lines above the header row (header_row) as a heading (the first) and paragraphs; then one
-    table block whose rows come in groups of ROWS_PER_GROUP, each group preceded by a marker giving
-    its sheet and first and last row numbers (the header's excluded). The group markers sit inside
-    the table, so parse_blocks keeps writing each row under the header across them."""
+    (unless not `section`: a CSV file is one sheet); lines above the header row (header_row) as a
+    heading (the first) and paragraphs; then one table block, each row after a marker giving its
+    sheet and row number. A chunk then names exactly the rows it holds ("sheet Prices, rows 4–9"),
+    and the original opens with those rows marked. The markers sit inside the table, so
+    parse_blocks keeps writing each row under the header across them; the chunker cuts a long
+    table between rows, so a large sheet comes in row groups under its header."""
     cleaned: list[tuple[int, list[str]]] = []
     for number, row in rows:
         cells = [_cell(value) for value in row]
@@ -524,11 +523,8 @@ def sheet_blocks(name: str, rows: Iterable[tuple[int, Iterable]], *, section: bo
     if not body:
         return [*blocks, f"{locations.sheet(name, header_number)}\n{lines[0]}"]
     lines.append("|" + "---|" * width)
-    for first in range(0, len(body), ROWS_PER_GROUP):
-        group = body[first : first + ROWS_PER_GROUP]
-        marker = locations.sheet(name, group[0][0], group[-1][0])
-        lines.insert(0, marker) if first == 0 else lines.append(marker)
-        lines.extend("| " + " | ".join(cells + [""] * (width - len(cells))) + " |" for _, cells in group)
+    for number, cells in body:
+        lines += [locations.sheet(name, number), "| " + " | ".join(cells + [""] * (width - len(cells))) + " |"]
     return [*blocks, "\n".join(lines)]
 
 
