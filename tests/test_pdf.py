@@ -166,6 +166,11 @@ def test_hyphenated_words_are_joined_but_real_hyphens_before_capitals_and_digits
     ]
 
 
+def test_text_overprinted_to_look_bold_is_read_once(tmp_path):
+    page = [Text(72, 72, "Keys are kept at the front desk."), Text(72, 72, "Keys are kept at the front desk.")]
+    assert blocks(read(write_pdf_pages(tmp_path / "twice.pdf", [page]))) == ["Keys are kept at the front desk."]
+
+
 def test_paragraphs_come_from_spacing_and_indentation_not_from_lines(tmp_path):
     first = ["Snapshots are taken every night and are kept for two weeks, after", "which the oldest is removed."]
     second = ["Weekly snapshots are kept longer than the nightly ones, for eight", "weeks in all, and then removed."]
