@@ -435,17 +435,20 @@ def _gutter(words: list[dict], page_width: float) -> float | None:
 def _group_lines(items: list[dict]) -> list[_Line]:
     """Words on the same height are a line, read left to right; a table is a line of its own."""
     lines: list[list[dict]] = []
+    bottom = 0.0  # the lowest bottom of the line being gathered
     for item in sorted(items, key=lambda i: (i["top"], i["x0"])):
         current = lines[-1] if lines else None
         if (
             current
             and "rows" not in item
             and "rows" not in current[0]
-            and current[0]["top"] - 1 <= _middle(item) <= max(w["bottom"] for w in current) + 1
+            and current[0]["top"] - 1 <= _middle(item) <= bottom + 1
         ):
             current.append(item)
+            bottom = max(bottom, item["bottom"])
         else:
             lines.append([item])
+            bottom = item["bottom"]
     return [_line(sorted(words, key=lambda w: w["x0"])) for words in lines]
 
 
@@ -638,6 +641,14 @@ def _write(pages: list[_Page]) -> tuple[str, str]:
 
 
 _SENTENCE_END = re.compile(r"[.!?:;][\"'\u201d\u2019)\]]*$")
+
+
+def _ends_sentence(text: str) -> bool:
+    """Whether `text` ends a sentence; only its end is read (a page-long line is searched once, not
+    once for each line after it)."""
+    return bool(_SENTENCE_END.search(text[-16:]))
+
+
 _BULLET = re.compile(r"^(?:[•◦▪▫●○■□‣⁃∙·*–-]|\d{1,3}[.)]|[a-z][.)])\s+(?=\S)")
 _STRUCTURE = re.compile(r"^(?:#{1,6}\s|\||:\s|```|~~~|>)")
 
@@ -699,7 +710,7 @@ class _Blocks:
             return 0
         if level := self.levels.get(line.size):
             return level
-        short = len(line.text) <= 80 and len(line.text.split()) <= 10 and not re.search(r"[.,;:!?]$", line.text)
+        short = len(line.text) <= 80 and len(line.text.split()) <= 10 and line.text[-1:] not in ".,;:!?"
         alone = not (before and before.bold and before.region == line.region) and not (
             after and after.bold and after.region == line.region and after.size == line.size
         )
@@ -721,7 +732,7 @@ class _Blocks:
         if self.kind == "paragraph" and line.x0 > last.x0 + height and last.x0 <= self._left(line) + 1:
             return True  # a first-line indent
         width = self.widths.get(line.region, 0.0)
-        return last.x1 - last.x0 < 0.8 * width and bool(_SENTENCE_END.search(last.text))
+        return last.x1 - last.x0 < 0.8 * width and _ends_sentence(last.text)
 
     def _left(self, line: _Line) -> float:
         return min((r.x0 for r in self.run if r.region == line.region), default=line.x0)
@@ -737,9 +748,9 @@ class _Blocks:
             and following.region == line.region
             and line.x1 - line.x0 < 0.6 * width
             and len(line.text.split()) <= 8
-            and not _SENTENCE_END.search(line.text)
+            and not _ends_sentence(line.text)
             and following.text[:1].isupper()
-            and (not before or before.startswith(("#", "|")) or bool(_SENTENCE_END.search(before)))
+            and (not before or before.startswith(("#", "|")) or _ends_sentence(before))
         )
 
     def _flush(self) -> None:
@@ -776,20 +787,24 @@ def _pitch(lines: list[_Line]) -> dict[int, float]:
 def _joined(lines) -> str:
     """Lines of one paragraph as one text: "con-" + "figured" is "configured"; a hyphen before a
     capital or a digit ("Jean-" + "Paul", "COVID-" + "19") is a real one and stays."""
-    text = ""
+    pieces: list[str] = []
     for line in lines:
         line = line.strip()
-        if not text:
-            text = line
-        elif text.endswith("\u00ad"):  # a soft hyphen
-            text = text[:-1] + line
-        elif re.search(r"[^\W\d_]-$", text) and line[:1].isalpha():
-            text = text[:-1] + line if line[:1].islower() else text + line
-        elif re.search(r"[^\W\d_]-$", text) and line[:1].isdigit():
-            text += line
+        if not line:
+            continue
+        last = pieces[-1] if pieces else ""
+        if not pieces:
+            pieces.append(line)
+        elif last.endswith("\u00ad"):  # a soft hyphen
+            pieces[-1] = last[:-1]
+            pieces.append(line)
+        elif len(last) >= 2 and last[-1] == "-" and last[-2].isalpha() and line[0].isalnum():
+            if line[0].islower():
+                pieces[-1] = last[:-1]
+            pieces.append(line)
         else:
-            text += " " + line
-    return text
+            pieces.append(" " + line)
+    return "".join(pieces)
 
 
 # --- Properties --------------------------------------------------------------------------------
