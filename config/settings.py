@@ -280,6 +280,15 @@ STORAGES = {
         },
     },
 }
+# PDFs (corpus/pdf.py): scanned pages are read by Tesseract in these languages (its -l string,
+# "eng+deu"); a page read below the confidence is flagged for curators. A file of more pages, or
+# whose text layer takes longer to read, is refused.
+CAIRN_TESSERACT = env_str("CAIRN_TESSERACT", "tesseract")
+CAIRN_OCR_LANGUAGES = env_str("CAIRN_OCR_LANGUAGES", "eng").strip() or "eng"
+CAIRN_OCR_LANGUAGES_SET = bool(os.environ.get("CAIRN_OCR_LANGUAGES", "").strip())  # a missing one is an error
+CAIRN_OCR_LOW_CONFIDENCE = env_float("CAIRN_OCR_LOW_CONFIDENCE", 0.6, minimum=0.0, maximum=1.0)
+CAIRN_PDF_MAX_PAGES = env_int("CAIRN_PDF_MAX_PAGES", 2000, minimum=1)
+CAIRN_PDF_SECONDS = env_float("CAIRN_PDF_SECONDS", 300.0, minimum=0.1)
 CAIRN_RETRIEVAL_CANDIDATES = env_int("CAIRN_RETRIEVAL_CANDIDATES", 50, minimum=1)
 CAIRN_RRF_K = env_int("CAIRN_RRF_K", 60, minimum=1)
 

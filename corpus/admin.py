@@ -127,22 +127,56 @@ class ChunkInline(admin.TabularInline):
         return False
 
 
+class OcrConfidenceFilter(admin.SimpleListFilter):
+    """Scanned PDFs whose OCR a curator should check: pages read below CAIRN_OCR_LOW_CONFIDENCE
+    (the reader writes "ocr_pages" and "low_confidence_pages" into the document's metadata)."""
+
+    title = "OCR: low confidence pages"
+    parameter_name = "ocr"
+
+    def lookups(self, request, model_admin):
+        return [("low", "has low-confidence pages"), ("read", "read by OCR, all pages confident"), ("none", "no OCR")]
+
+    def queryset(self, request, queryset):
+        read = Q(metadata__has_key="ocr_pages")
+        low = read & Q(metadata__low_confidence_pages__0__isnull=False)
+        if self.value() == "low":
+            return queryset.filter(low)
+        if self.value() == "read":
+            return queryset.filter(read).exclude(low)
+        if self.value() == "none":
+            return queryset.exclude(read)
+        return queryset
+
+
 @admin.register(Document)
 class DocumentAdmin(CuratedAdmin):
     curated_document = "pk"
     list_display = ["title", "collection", "origin", "status", "mime_type", "updated_at"]
-    list_filter = ["collection", "origin", "status", "mime_type"]
+    list_filter = ["collection", "origin", "status", "mime_type", OcrConfidenceFilter]
     list_select_related = ["collection"]
     search_fields = ["title", "source", "sha256"]
     # Shown, never edited here: title, source and metadata are what the source says (its next ingest
     # writes them again, and the chunks are embedded under the title), and who uploaded it is a fact.
     # Status changes through the retract / restore actions and the collection through move: they
     # cascade to what rests on the document and leave audit rows, which a bare field edit would not.
-    fields = ["title", "collection", "source", "origin", "status", "mime_type", "metadata", "upload", "sha256",
-              "requires_collections", "created_at", "updated_at"]  # fmt: skip
+    fields = ["title", "collection", "source", "origin", "status", "mime_type", "ocr_pages", "metadata", "upload",
+              "sha256", "requires_collections", "created_at", "updated_at"]  # fmt: skip
     readonly_fields = fields
     inlines = [ChunkInline]
     actions = ["retract", "restore", "move"]
+
+    @admin.display(description="OCR")
+    def ocr_pages(self, obj):
+        """Which pages of a scanned PDF were read by OCR, and which of them a curator should check."""
+        read = obj.metadata.get("ocr_pages") or []
+        if not read:
+            return "none (text layer)" if obj.mime_type == "application/pdf" else "-"
+        low = obj.metadata.get("low_confidence_pages") or []
+        pages = f"pages {', '.join(map(str, read))} read by OCR"
+        if not low:
+            return f"{pages}; all above the confidence threshold"
+        return f"{pages}; low confidence, check against the original: pages {', '.join(map(str, low))}"
 
     def has_add_permission(self, request):
         return False  # documents come in through ingestion: the API, the CLI or the ask page

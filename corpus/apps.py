@@ -9,7 +9,7 @@ class CorpusConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from config.db_roles import on_post_migrate
-        from corpus import signals  # noqa: F401 - registers the audit receivers
+        from corpus import checks, signals  # noqa: F401 - register the start-up checks and the audit receivers
 
         # After every migrate: the application's role gets its rights on the new tables.
         post_migrate.connect(on_post_migrate, dispatch_uid="cairn-app-role")

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import codecs
-import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from corpus import locations
 from corpus.reading import Reading
 from corpus.signatures import binary_signature
+
+PageHook = Callable[[int, int, bool], None]  # (page number, page count, read by OCR), after each PDF page
 
 
 @dataclass
@@ -101,27 +102,30 @@ def source_name(path: Path) -> str:
         return str(resolved)
 
 
-def extract_file(path: Path, *, source: str | None = None) -> Iterator[ExtractedDocument | ExtractionFailure]:
+def extract_file(
+    path: Path, *, source: str | None = None, on_page: PageHook | None = None
+) -> Iterator[ExtractedDocument | ExtractionFailure]:
     """Yield the documents in one file (several for .jsonl). Raise ExtractionError if it is unreadable
-    or its bytes are not text in the format its name claims (content_problem)."""
+    or its bytes are not text in the format its name claims (content_problem). `on_page(number,
+    count, ocr)` hears of each PDF page read (OCR takes seconds a page)."""
     if path.suffix.lower() not in MIME_TYPES:
         raise ExtractionError(f"unsupported file type {path.suffix.lower()!r}")
-    yield from _extract(str(path), path.read_bytes(), source=source or source_name(path), charset=None)
+    yield from _extract(str(path), path.read_bytes(), source=source or source_name(path), charset=None, on_page=on_page)
 
 
 def extract_bytes(
-    name: str, data: bytes, *, source: str, charset: str | None = None
+    name: str, data: bytes, *, source: str, charset: str | None = None, on_page: PageHook | None = None
 ) -> list[ExtractedDocument | ExtractionFailure]:
     """Extract an uploaded file named `name` (what its failures are named after). `charset` is the
     encoding its sender declared, if any. Raise ExtractionError as extract_file does."""
     suffix = Path(name).suffix.lower()
     if suffix not in MIME_TYPES:
         raise ExtractionError(_unsupported(suffix))
-    return list(_extract(name, data, source=source, charset=charset))
+    return list(_extract(name, data, source=source, charset=charset, on_page=on_page))
 
 
 def _extract(
-    name: str, data: bytes, *, source: str, charset: str | None
+    name: str, data: bytes, *, source: str, charset: str | None, on_page: PageHook | None = None
 ) -> Iterator[ExtractedDocument | ExtractionFailure]:
     suffix = Path(name).suffix.lower()
     raw = _checked_content(suffix, data, charset=charset)
@@ -129,7 +133,7 @@ def _extract(
         yield from _read_jsonl(raw, name, source)
         return
     if suffix == ".pdf":
-        reading = _read_pdf(data)
+        reading = _read_pdf(data, on_page)
     elif suffix in OFFICE_SUFFIXES:
         reading = _read_office(suffix, data)
     elif suffix in (".csv", ".tsv"):
@@ -342,65 +346,14 @@ def _read_delimited(suffix: str, raw: str, name: str) -> Reading:
         raise ExtractionError(str(exc)) from exc
 
 
-def _read_pdf(data: bytes) -> Reading:
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
+def _read_pdf(data: bytes, on_page: PageHook | None) -> Reading:
+    """A PDF as its pages show it (corpus/pdf.py): layout read, scanned pages OCR'd."""
+    from corpus.pdf import PdfError, read_pdf
 
     try:
-        reader = PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
-        title = (reader.metadata.title if reader.metadata else None) or ""
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
-        raise ExtractionError(f"cannot read PDF: {exc}") from exc
-    if not any(page.strip() for page in pages):
-        raise ExtractionError("the PDF has no text layer (a scan or images only?): run OCR on it first")
-    text = "\n\n".join(f"{locations.page(number)}\n\n{pdf_paragraphs(page)}" for number, page in enumerate(pages, 1))
-    return Reading(text, str(title).strip(), located=True)
-
-
-_LINE_END = re.compile(r"[.!?:;][\"'\u201d\u2019)\]]*$")
-
-
-def pdf_paragraphs(page: str) -> str:
-    """A PDF page's text layer, one line per printed line, as paragraphs set apart by blank lines
-    (the block model the chunker reads). A line that is short for the page and ends a sentence
-    ends its paragraph; a short unpunctuated line after a finished sentence and before a
-    capitalised line is a paragraph of its own (a heading: "3.2 Backups"). Words hyphenated
-    across lines are joined."""
-    lines = [line.strip() for line in page.splitlines()]
-    lengths = sorted(len(line) for line in lines if line)
-    if not lengths:
-        return ""
-    typical = lengths[len(lengths) // 2]
-    # The next line with text after each: looked up, not searched for from each line (quadratic on a
-    # page of many lines).
-    upcoming, after = [""] * len(lines), ""
-    for i in range(len(lines) - 1, -1, -1):
-        upcoming[i], after = after, lines[i] or after
-    paragraphs: list[list[str]] = [[]]
-    for i, line in enumerate(lines):
-        current = paragraphs[-1]
-        if not line:
-            if current:
-                paragraphs.append([])
-            continue
-        if current and current[-1].endswith("-") and line[:1].islower():
-            current[-1] = current[-1][:-1] + line  # "con-" + "figured"
-            continue
-        following = upcoming[i]
-        heading = (
-            len(line) < 0.6 * typical
-            and len(line.split()) <= 8
-            and not _LINE_END.search(line)
-            and following[:1].isupper()
-            and (not current or _LINE_END.search(current[-1]))
-        )
-        if heading and current:
-            paragraphs.append([])
-        paragraphs[-1].append(line)
-        if heading or (len(line) < 0.8 * typical and _LINE_END.search(line)):
-            paragraphs.append([])
-    return "\n\n".join(" ".join(p) for p in paragraphs if p)
+        return read_pdf(data, on_page=on_page)
+    except PdfError as exc:
+        raise ExtractionError(str(exc)) from exc
 
 
 def _read_jsonl(raw: str, name: str, source: str) -> Iterator[ExtractedDocument | ExtractionFailure]:

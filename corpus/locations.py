@@ -11,6 +11,7 @@ every document whose reader does not write locations).
 
 The location shapes:
     {"page": 12}                            a PDF page (numbered from 1, as a viewer numbers them)
+    {"page": 3, "ocr": 0.91}                a scanned page read by OCR, with its mean word confidence (0-1)
     {"slide": 4}                            a presentation's slide
     {"sheet": "Prices", "rows": [2, 41]}    a workbook's sheet and its rows, numbered as the sheet shows them
 """
@@ -57,6 +58,8 @@ def parse(line: str) -> dict | None:
 def _valid(location) -> bool:
     if not isinstance(location, dict):
         return False
+    if "ocr" in location and not _confidence(location.get("page"), location["ocr"]):
+        return False
     for kind in _NUMBERED:
         if kind in location:
             return isinstance(location[kind], int) and location[kind] >= 1
@@ -68,10 +71,16 @@ def _valid(location) -> bool:
     return False
 
 
+def _confidence(page, value) -> bool:
+    """An OCR confidence: a number in [0, 1], on a page only."""
+    return page is not None and isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
+
+
 def span(locations: list[dict]) -> dict:
     """The location of a chunk made of blocks at `locations` (in reading order): the first page or
-    slide and, when it runs on, the last (``"to"``); a sheet with the rows from the first to the last
-    row of that sheet. {} when no block has a location."""
+    slide and, when it runs on, the last (``"to"``), with the lowest OCR confidence of its pages
+    (``"ocr"``) when any was read by OCR; a sheet with the rows from the first to the last row of
+    that sheet. {} when no block has a location."""
     locations = [loc for loc in locations if loc]
     if not locations:
         return {}
@@ -79,7 +88,10 @@ def span(locations: list[dict]) -> dict:
     for kind in _NUMBERED:
         if kind in first:
             last = max((loc[kind] for loc in locations if kind in loc), default=first[kind])
-            return {kind: first[kind], "to": last} if last > first[kind] else {kind: first[kind]}
+            found = {kind: first[kind], "to": last} if last > first[kind] else {kind: first[kind]}
+            if confidences := [loc["ocr"] for loc in locations if "ocr" in loc]:
+                found["ocr"] = min(confidences)
+            return found
     same = [loc for loc in locations if loc.get("sheet") == first["sheet"]]
     rows = [r for loc in same for r in loc.get("rows") or []]
     return {"sheet": first["sheet"], "rows": [min(rows), max(rows)]} if rows else {"sheet": first["sheet"]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -23,6 +24,8 @@ from corpus.instructions import addresses_a_model
 from corpus.lineage import writebacks_requeue
 from corpus.models import Chunk, Collection, Document, Upload
 from corpus.originals import OriginalFile, originals_for, originals_keep
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -452,9 +455,18 @@ def _upload_items(upload: Upload, data: bytes) -> list[ExtractedDocument | Extra
                 metadata=options.get("metadata", {}),
             )
         ]
+
+    def on_page(number: int, count: int, ocr: bool) -> None:  # OCR takes seconds a page: say where it is
+        if ocr:
+            logger.info("upload %s (%s): page %d of %d read by OCR", upload.pk, upload.name, number, count)
+
     try:
         items = extract_bytes(
-            upload.name, data, source=options.get("source") or f"upload:{upload.name}", charset=options.get("charset")
+            upload.name,
+            data,
+            source=options.get("source") or f"upload:{upload.name}",
+            charset=options.get("charset"),
+            on_page=on_page,
         )
     except ExtractionError as exc:
         raise ExtractionError(f"{upload.name}: {exc}") from exc

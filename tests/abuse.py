@@ -185,10 +185,14 @@ def _jsonl(text: str) -> bytes:
 class EntryPoint:
     read: Callable  # what the entry point does with what arrives
     arrives: Callable[[str], str | bytes] = lambda text: text  # a crafted text as it arrives (a file's bytes)
+    # Times the CPU bound per 10 KB it is held to. A PDF's layout is read from every glyph's box and
+    # font (pdfplumber): about 25 µs a glyph whatever the text, five times pypdf's text extraction
+    # (2026-11-26); a backtracking pattern still misses the bound by orders of magnitude.
+    cost: float = 1.0
 
 
-def _file(name: str, encode: Callable[[str], bytes] = str.encode) -> EntryPoint:
-    return EntryPoint(lambda data: upload(name, data), encode)
+def _file(name: str, encode: Callable[[str], bytes] = str.encode, cost: float = 1.0) -> EntryPoint:
+    return EntryPoint(lambda data: upload(name, data), encode, cost)
 
 
 ENTRY_POINTS: dict[str, EntryPoint] = {
@@ -197,7 +201,7 @@ ENTRY_POINTS: dict[str, EntryPoint] = {
     "upload .md": _file("abuse.md"),
     "upload .html": _file("abuse.html"),
     "upload .jsonl": _file("abuse.jsonl", _jsonl),
-    "upload .pdf": _file("abuse.pdf", pdf_bytes),
+    "upload .pdf": _file("abuse.pdf", pdf_bytes, cost=5.0),
     "write-back edit": EntryPoint(writeback_edit),
     "critique reason": EntryPoint(critique_reason),
     "search result": EntryPoint(search_result),

@@ -1,5 +1,6 @@
 """Real files in every supported format, written by the tests themselves."""
 
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -72,3 +73,99 @@ def write_corpus(folder: Path) -> Path:
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf at all")
     (folder / "diagram.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     return folder
+
+
+@dataclass(frozen=True)
+class Text:
+    """A run of text on a page: `x` from the left edge, `top` from the top edge (the baseline sits
+    `size` below it), in points."""
+
+    x: float
+    top: float
+    text: str
+    size: float = 11
+    bold: bool = False
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A stroked line from (x0, top0) to (x1, top1), measured as Text is: a table's ruling."""
+
+    x0: float
+    top0: float
+    x1: float
+    top1: float
+
+
+def write_pdf_pages(
+    path: Path, pages: list[list[Text | Rule]], *, info: dict[str, str] | None = None, size=(612, 792)
+) -> Path:
+    """Write a PDF of several pages, each drawn from Text runs (Helvetica, Helvetica-Bold) and Rules.
+    `info` is the document information dictionary ({"Title": ..., "Author": ..., "CreationDate":
+    "D:20261126093000Z"})."""
+    width, height = size
+    page_count = len(pages)
+    # 1 catalog, 2 page tree, 3 Helvetica, 4 Helvetica-Bold, 5 info, then a page and its content each.
+    kids = " ".join(f"{6 + 2 * i} 0 R" for i in range(page_count))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {page_count} >>".encode(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>",
+        ("<< " + " ".join(f"/{k} ({_pdf_escape(v)})" for k, v in (info or {}).items()) + " >>").encode("latin-1"),
+    ]
+    for number, items in enumerate(pages):
+        ops = []
+        for item in items:
+            if isinstance(item, Text):
+                font = "/F2" if item.bold else "/F1"
+                ops.append(
+                    f"BT {font} {item.size:g} Tf {item.x:g} {height - item.top - item.size:g} Td "
+                    f"({_pdf_escape(item.text)}) Tj ET"
+                )
+            else:
+                ops.append(f"0.5 w {item.x0:g} {height - item.top0:g} m {item.x1:g} {height - item.top1:g} l S")
+        stream = "\n".join(ops).encode("latin-1")
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] /Contents {7 + 2 * number} 0 R "
+            "/Resources << /Font << /F1 3 0 R /F2 4 0 R >> >> >>".encode()
+        )
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    return _write_objects(path, objects, info_number=5)
+
+
+def _write_objects(path: Path, objects: list[bytes], *, info_number: int) -> Path:
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        info_number,
+        xref,
+    )
+    path.write_bytes(bytes(out))
+    return path
+
+
+def table(x: float, top: float, rows: list[list[str]], *, widths: list[float], row_height: float = 18) -> list:
+    """A ruled table: each cell's text inside a grid of Rules, the first row the header (bold)."""
+    items: list[Text | Rule] = []
+    right = x + sum(widths)
+    bottom = top + row_height * len(rows)
+    for r in range(len(rows) + 1):
+        items.append(Rule(x, top + r * row_height, right, top + r * row_height))
+    edge = x
+    for w in [0, *widths]:
+        edge += w
+        items.append(Rule(edge, top, edge, bottom))
+    for r, row in enumerate(rows):
+        left = x
+        for w, cell in zip(widths, row, strict=True):
+            items.append(Text(left + 4, top + r * row_height + 4, cell, size=10, bold=r == 0))
+            left += w
+    return items

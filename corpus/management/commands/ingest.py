@@ -38,9 +38,18 @@ class Command(BaseCommand):
 
         documents: list[ExtractedDocument] = []
         originals: dict[str, OriginalFile] = {}  # each document's file, copied into the originals storage
-        for path in tqdm(files, desc="reading", unit="file", disable=verbosity == 0):
+        reading = tqdm(files, desc="reading", unit="file", disable=verbosity == 0)
+        scanned = 0  # PDF pages read by OCR (seconds each): shown as they are read
+
+        def on_page(number: int, count: int, ocr: bool) -> None:
+            nonlocal scanned
+            scanned += ocr
+            if ocr or number == count or number % 50 == 0:
+                reading.set_postfix(page=f"{number}/{count}", ocr_pages=scanned)
+
+        for path in reading:
             try:
-                for item in extract_file(path):
+                for item in extract_file(path, on_page=on_page):
                     (failures if isinstance(item, ExtractionFailure) else documents).append(item)
                     if isinstance(item, ExtractedDocument):
                         originals.update(originals_for(path.name, [item.source], path=path))
@@ -66,7 +75,11 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{collection}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
             f"{len(failures)} failed; {report.chunks} chunks written."
+            + (f" {scanned} scanned PDF pages read by OCR." if scanned else "")
         )
+        for document in documents:
+            if low := document.metadata.get("low_confidence_pages"):
+                self.stdout.write(f"  low OCR confidence: {document.source} pages {', '.join(map(str, low))}")
         for outcome in report.outcomes:
             if outcome.outcome == "retracted":
                 self.stdout.write(
