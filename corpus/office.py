@@ -496,8 +496,8 @@ _HEADER_SEARCH_ROWS = 30  # the header is looked for among a sheet's first rows 
 def sheet_blocks(name: str, rows: Iterable[tuple[int, Iterable]], *, section: bool = True) -> list[str]:
     """A sheet's blocks from its (row number, cell values) rows: a section headed by its `name`
     (unless not `section`: a CSV file is one sheet); lines above the header row (header_row) as a
-    heading (the first) and paragraphs; then one table block, each row after a marker giving its
-    sheet and row number. A chunk then names exactly the rows it holds ("sheet Prices, rows 4–9"),
+    heading (the first) and paragraphs; then one table block, each row (the header's too) after a
+    marker giving its sheet and row number. A chunk then names exactly the rows it holds ("sheet Prices, rows 4–9"),
     and the original opens with those rows marked. The markers sit inside the table, so
     parse_blocks keeps writing each row under the header across them; the chunker cuts a long
     table between rows, so a large sheet comes in row groups under its header."""
@@ -518,10 +518,10 @@ def sheet_blocks(name: str, rows: Iterable[tuple[int, Iterable]], *, section: bo
     table = cleaned[start:]
     width = max(len(cells) for _, cells in table)
     header_number, header = table[0]
-    lines = ["| " + " | ".join(header + [""] * (width - len(header))) + " |"]
+    lines = [locations.sheet(name, header_number), "| " + " | ".join(header + [""] * (width - len(header))) + " |"]
     body = table[1:]
     if not body:
-        return [*blocks, f"{locations.sheet(name, header_number)}\n{lines[0]}"]
+        return [*blocks, "\n".join(lines)]
     lines.append("|" + "---|" * width)
     for number, cells in body:
         lines += [locations.sheet(name, number), "| " + " | ".join(cells + [""] * (width - len(cells))) + " |"]

@@ -163,21 +163,24 @@ def test_each_ods_sheet_is_a_section_its_title_line_a_heading_its_rows_in_number
     assert "# Prices\n\n## Price list 2026" in text
     assert markers(text) == [
         {"sheet": "Prices"},
-        *({"sheet": "Prices", "rows": [n, n]} for n in range(4, 124)),
+        *({"sheet": "Prices", "rows": [n, n]} for n in range(3, 124)),
         {"sheet": "Parking"},
+        {"sheet": "Parking", "rows": [1, 1]},
         {"sheet": "Parking", "rows": [2, 2]},
     ]
     assert "| Item | Price | Unit |" in text and "| Item 120 | 240 | each |" in text
 
 
-def test_ods_rows_keep_their_header_across_group_markers_into_chunks(bob, converted, settings):
+def test_ods_rows_keep_their_header_across_row_markers_into_chunks(bob, converted, settings):
     settings.CAIRN_CHUNK_TOKENS, settings.CAIRN_CHUNK_OVERLAP_TOKENS = 64, 8
     response = post_file(bob, "prices.ods", converted["prices.ods"])
     assert response.status_code == 201, response.content
     chunks = list(Document.objects.get(source="upload:prices.ods").chunks.order_by("ordinal"))
     late = next(c for c in chunks if "Item: Item 110;" in c.text)
     assert "Item: Item 110; Price: 220; Unit: each" in late.text
-    assert late.location["sheet"] == "Prices" and 104 <= late.location["rows"][0] <= 110
+    first, last = late.location["rows"]
+    assert late.location["sheet"] == "Prices" and first <= 113 <= last  # Item 110 is on the sheet's row 113
+    assert all(f"Item: Item {n - 3};" in late.text for n in range(first, last + 1))  # exactly the rows it holds
     assert late.heading == "prices › Price list 2026"  # the sheet is named as the file: one heading
 
 

@@ -158,14 +158,16 @@ def test_csv_and_tsv_rows_are_written_under_their_header(bob):
     assert "Item: rows per table; Limit: unbounded" in text
     tsv = extracted("codes.tsv", b"Door\tCode\nArchive\t4471\n")
     assert tsv.mime_type == "text/tab-separated-values" and tsv.title == "codes"
-    assert tsv.text == f"| Door | Code |\n|---|---|\n{locations.sheet('codes', 2)}\n| Archive | 4471 |"
+    assert tsv.text == "\n".join(
+        [locations.sheet("codes", 1), "| Door | Code |", "|---|---|", locations.sheet("codes", 2), "| Archive | 4471 |"]
+    )
 
 
 def test_a_long_csv_has_its_rows_numbered_as_a_spreadsheet_numbers_its_records():
     rows = "".join(f"Desk {n},Floor {n % 4}\n" for n in range(1, 121))
     text = extracted("desks.csv", f"Desk,Floor\n{rows}".encode()).text
     assert [locations.parse(line) for line in text.split("\n") if line.startswith(locations.MARK)] == [
-        {"sheet": "desks", "rows": [n, n]} for n in range(2, 122)
+        {"sheet": "desks", "rows": [n, n]} for n in range(1, 122)
     ]
     assert text.count("| Desk | Floor |") == 1  # one header: parse_blocks keeps it across the markers
     rows_read = [b.text for b in parse_blocks(text) if b.kind == "row"]
@@ -336,7 +338,7 @@ def test_a_workbook_title_line_is_a_heading_and_the_header_is_the_row_below_it(b
     text = extracted("prices.xlsx", out.getvalue()).text
     assert "# Prices\n\n## Price list 2026" in text
     found = [locations.parse(line) for line in text.split("\n") if line.startswith(locations.MARK)]
-    numbers = [n for n in range(4, 66) if n != 64]  # row 64 is empty
+    numbers = [n for n in range(3, 66) if n != 64]  # the header is row 3; row 64 is empty
     assert found == [{"sheet": "Prices"}, *({"sheet": "Prices", "rows": [n, n]} for n in numbers)]
     response = post_file(bob, "prices.xlsx", out.getvalue())
     assert response.status_code == 201, response.content
