@@ -465,7 +465,7 @@ def _line(words: list[dict]) -> _Line:
     for w in words:
         sizes[round(float(w.get("size") or 0) * 2) / 2] += len(w["text"])
     return _Line(
-        " ".join(w["text"] for w in words),
+        " ".join(w["text"] for w in words).translate(_LIGATURES),
         *box,
         size=sizes.most_common(1)[0][0],
         bold=all(_BOLD.search(str(w.get("fontname") or "")) for w in words),
@@ -653,9 +653,15 @@ _BULLET = re.compile(r"^(?:[•◦▪▫●○■□‣⁃∙·*–-]|\d{1,3}[.)
 _STRUCTURE = re.compile(r"^(?:#{1,6}\s|\||:\s|```|~~~|>)")
 
 
+# Typeset ligatures a PDF's fonts map to one character ("ﬁle" for "file", the "ﬂ" of "workﬂow"):
+# unfolded, or a search for "file" or "workflow" misses the page. Only these: NFKC would also
+# rewrite "²", "½" and full-width text.
+_LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
+
+
 def _plain(text: str) -> str:
     """One line of text, with no leading marks the chunker would read as structure."""
-    text = " ".join(str(text).split())
+    text = " ".join(str(text).translate(_LIGATURES).split())
     while _STRUCTURE.match(text):
         text = text.lstrip("#|:`~> ")
     return text

@@ -412,3 +412,10 @@ def test_an_ocr_confidence_is_a_page_location_and_a_span_keeps_the_lowest():
     assert locations.span([{"page": 3}, {"page": 4}]) == {"page": 3, "to": 4}
     assert locations.label({"page": 3, "to": 5, "ocr": 0.42}) == "pages 3–5"
     assert json.loads(locations.marker({"page": 3, "ocr": 0.91})[1:]) == {"page": 3, "ocr": 0.91}
+
+
+def test_typeset_ligatures_are_unfolded_so_a_search_for_the_word_finds_it():
+    from corpus.pdf import _plain
+
+    assert _plain("the ﬁle workﬂow is eﬃcient") == "the file workflow is efficient"
+    assert _plain("x² and ½ stay") == "x² and ½ stay"  # only ligatures: not NFKC
