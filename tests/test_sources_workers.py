@@ -25,14 +25,14 @@ ITEMS = 8
 
 
 @pytest.fixture
-def forget_sources(forget):
+def forget_sources(forget):  # noqa: F811 - the fixture imported above
     """Sources hold their collection (PROTECT): they go first, with their items and runs."""
     made: list[str] = []
     yield made
     committed(lambda: Source.objects.filter(name__in=made).delete())
 
 
-def test_two_worker_processes_share_a_syncs_items_with_no_duplicate_and_none_lost(forget, forget_sources, tmp_path):
+def test_two_worker_processes_share_a_syncs_items_with_no_duplicate_and_none_lost(forget, forget_sources, tmp_path):  # noqa: F811
     forget["collections"].append("workers-share")
     forget_sources.append("workers-share")
     share = tmp_path / "share"
