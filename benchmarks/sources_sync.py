@@ -8,12 +8,13 @@ Then a folder of 1,000 small files synced twice (the second unchanged), and the 
 throughput with one and with two django-q2 worker processes. Requests are not spaced
 (CAIRN_SOURCES_CRAWL_DELAY=0: loopback).
 
-    .venv/bin/python benchmarks/sources_sync.py     # apt-get install -y sqlite3-doc first
+    .venv/bin/python benchmarks/sources_sync.py [--skip-throughput] [--plot]   # apt-get install -y sqlite3-doc first
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shutil
@@ -247,35 +248,46 @@ def plot(result: dict) -> None:
     import matplotlib.pyplot as plt
 
     site = result["website"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    flows = result.get("throughput")
+    fig, axes = plt.subplots(1, 2 if flows else 1, figsize=(10 if flows else 7, 3.8), squeeze=False)
+    left = axes[0][0]
     labels = ["first", "unchanged", "one changed", "one deleted", "server down", "1,000 files\nunchanged"]
     values = [site["first"]["seconds"], site["second_unchanged"]["seconds"], site["one_changed"]["seconds"],
               site["one_deleted"]["seconds"], site["server_stopped"]["seconds"],
               result["folder_1000_unchanged"]["unchanged_seconds"]]  # fmt: skip
     left.bar(labels, values, color=["#4c72b0", "#55a868", "#c44e52", "#8172b2", "#ccb974", "#64b5cd"])
     left.set_ylabel("seconds")
-    left.set_title(f"Website source, {site['pages_served']} sqlite3-doc pages")
+    left.set_title(f"Sync times: website source, {site['pages_served']} sqlite3-doc pages")
     left.tick_params(axis="x", labelsize=8)
     for x, v in enumerate(values):
         left.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
-    flows = result["throughput"]
-    counts = [k for k in ("1_workers", "2_workers") if k in flows]
-    right.bar([k.replace("_", " ") for k in counts], [flows[k]["chunks_per_second"] for k in counts], color="#4c72b0")
-    right.set_ylabel("chunks ingested per second")
-    right.set_title(f"Queued path, {flows['items']} pages")
+    if flows:
+        right = axes[0][1]
+        counts = [k for k in ("1_workers", "2_workers") if k in flows]
+        right.bar([k.replace("_", " ") for k in counts], [flows[k]["chunks_per_second"] for k in counts])
+        right.set_ylabel("chunks ingested per second")
+        right.set_title(f"Queued path, {flows['items']} pages")
     fig.tight_layout()
     fig.savefig(RESULTS / "sources_sync.png", dpi=120)
 
 
 def main() -> None:
+    if "--plot" in sys.argv:  # again, from the results written
+        plot(json.loads((RESULTS / "sources_sync.json").read_text()))
+        return
     if not DOCS.is_dir():
         sys.exit(f"{DOCS} is missing: apt-get install -y sqlite3-doc")
     os.environ["CAIRN_SOURCES_CRAWL_DELAY"] = "0"
     django_setup()
+    result: dict = {"measured_on": "2026-11-26"}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        result = {"measured_on": "2026-11-26", "website": website(work),
-                  "folder_1000_unchanged": unchanged_folder(work), "throughput": throughput(work)}  # fmt: skip
+        result["website"] = website(work)
+        write_result("sources_sync", result)  # each part kept as it finishes
+        result["folder_1000_unchanged"] = unchanged_folder(work)
+        write_result("sources_sync", result)
+        if "--skip-throughput" not in sys.argv:
+            result["throughput"] = throughput(work)
     site = result["website"]
     result["floors"] = {
         "unchanged_sync_at_most_10pct_of_first": site["second_unchanged"]["share_of_first_sync_time"] <= 0.10,
