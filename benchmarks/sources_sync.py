@@ -41,7 +41,7 @@ def site_of(pages: list[Path], root: Path) -> Path:
     docs = root / "docs"
     docs.mkdir(parents=True)
     names = {p.name for p in pages}
-    href = re.compile(r'href="([^"#:/]+\.html)(#[^"]*)?"')
+    href = re.compile(r'href="([^"#:]+)(#[^"]*)?"')  # relative links; absolute ones leave the site
     for page in pages:
         text = page.read_text(encoding="utf-8", errors="replace")
         text = href.sub(lambda m: m.group(0) if m.group(1) in names else 'href="#"', text)
@@ -122,13 +122,14 @@ def website(work: Path) -> dict:
     chunk_ids = set(Chunk.objects.filter(document__collection=collection).values_list("id", flat=True))
     server.requests.clear()
     second, second_s = timed_sync(source)
-    pages_asked = [r for r in server.requests if r[0] != "/robots.txt"]
+    pages_asked = [r for r in server.requests if r[0] != "/robots.txt" and r[2] != 404]
     out["second_unchanged"] = {
         "seconds": round(second_s, 2), "status": second.status, **second.counts(), "requests": len(server.requests),
         "conditional_requests": sum(c for _, c, _ in server.requests),
         "conditional_share": round(sum(c for _, c, _ in server.requests) / len(server.requests), 4),
         "conditional_share_of_pages": round(sum(c for _, c, _ in pages_asked) / len(pages_asked), 4),
         "not_modified_304": sum(code == 304 for _, _, code in server.requests),
+        "not_found_404": sum(code == 404 for _, _, code in server.requests),
         "chunk_ids_identical": set(Chunk.objects.filter(document__collection=collection).values_list("id", flat=True))
         == chunk_ids,
         "share_of_first_sync_time": round(second_s / first_s, 4),
@@ -136,9 +137,9 @@ def website(work: Path) -> dict:
     print("second sync", out["second_unchanged"], flush=True)
 
     changed = docs / pages[len(pages) // 2].name
-    changed.write_text(
-        changed.read_text().replace("</body>", "<p>A paragraph added to see one page change.</p></body>")
-    )
+    original = changed.read_text()
+    end = original.lower().rindex("</p>")  # inside the last paragraph: the reader keeps it (not a menu)
+    changed.write_text(original[:end] + " A sentence added to see one page change." + original[end:])
     later(changed, 100)
     run, seconds = timed_sync(source)
     out["one_changed"] = {"seconds": round(seconds, 2), "page": changed.name, **run.counts()}
