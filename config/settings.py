@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "judges",
     "pipeline",
     "writeback",
+    "sources",
 ]
 
 MIDDLEWARE = [
@@ -391,6 +392,21 @@ CAIRN_AUTO_PUBLISH_QUESTION_GAIN = env_float("CAIRN_AUTO_PUBLISH_QUESTION_GAIN",
 # Critiques of answers to questions within this cosine distance become the generator's warnings.
 CAIRN_CRITIQUE_MAX_DISTANCE = env_float("CAIRN_CRITIQUE_MAX_DISTANCE", 0.25, minimum=0.0, maximum=2.0)
 CAIRN_CRITIQUE_LIMIT = env_int("CAIRN_CRITIQUE_LIMIT", 3, minimum=0)
+
+# Sources (docs/sources.md): where git sources are cloned; seconds between a website's requests
+# (robots.txt may ask for more); most pages one crawl reads (a crawl cut there retracts nothing);
+# seconds per HTTP request; how long a sync without progress counts as running.
+CAIRN_SOURCES_DIR = Path(env_str("CAIRN_SOURCES_DIR", str(CAIRN_DATA_DIR / "sources"))).resolve()
+CAIRN_SOURCES_CRAWL_DELAY = env_float("CAIRN_SOURCES_CRAWL_DELAY", 0.5, minimum=0.0)
+CAIRN_SOURCES_MAX_PAGES = env_int("CAIRN_SOURCES_MAX_PAGES", 10000, minimum=1)
+CAIRN_SOURCES_TIMEOUT = env_float("CAIRN_SOURCES_TIMEOUT", 30.0, minimum=0.1)
+CAIRN_SOURCES_STALE_SECONDS = env_int("CAIRN_SOURCES_STALE_SECONDS", 3600, minimum=60)
+# What a source may point at when a curator sets it (API, admin): folders and local git repositories
+# under these roots (none: such sources are the operators' alone, `manage.py sources add`), secrets
+# in environment variables named CAIRN_SOURCE_* or files in the secrets folder. Operators, who hold
+# the host's shell anyway, are not limited.
+CAIRN_SOURCES_FOLDER_ROOTS = [Path(p).resolve() for p in env_list("CAIRN_SOURCES_FOLDER_ROOTS", [])]
+CAIRN_SOURCES_SECRETS_DIR = Path(env_str("CAIRN_SOURCES_SECRETS_DIR", "/run/secrets")).resolve()
 
 # Django refuses bodies above this before DRF parses them; the documents API turns it into a 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = CAIRN_MAX_UPLOAD_BYTES + 64 * 1024

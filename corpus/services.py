@@ -82,7 +82,7 @@ def collection_get_or_create(
 def curators_group_ensure() -> Group:
     """Create the curators group with the corpus admin permissions it needs (idempotent)."""
     group, _ = Group.objects.get_or_create(name=settings.CAIRN_CURATORS_GROUP)
-    permissions = Permission.objects.filter(content_type__app_label__in=["corpus", "pipeline", "reputation"])
+    permissions = Permission.objects.filter(content_type__app_label__in=["corpus", "pipeline", "reputation", "sources"])
     group.permissions.add(*permissions)
     return group
 

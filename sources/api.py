@@ -1,0 +1,141 @@
+"""REST endpoints for sources: list, add, show, change, and sync now. Curators of a source's
+collection only; a source elsewhere is not found. Views validate, call one selector or service,
+serialise."""
+
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.exceptions import CairnError
+from corpus.api import StrictCharField, StrictSlugField
+from corpus.permissions import IsCurator
+from corpus.selectors import collections_curated_by
+from sources.models import Source, SyncRun
+from sources.selectors import runs_of, sources_curated_by
+from sources.services import source_create, source_sync_enqueue, source_update
+
+
+class RunOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=SyncRun.Status.choices)
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    duration = serializers.FloatField(allow_null=True)
+    complete = serializers.BooleanField(help_text="The listing was whole (only then is anything retracted).")
+    counts = serializers.DictField(child=serializers.IntegerField())
+    queued = serializers.IntegerField()
+    done = serializers.IntegerField()
+    error = serializers.CharField()
+    errors = serializers.DictField(child=serializers.CharField(), help_text="Per item: why it failed or was skipped.")
+
+
+class SourceOutputSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    location = serializers.CharField()
+    collection = serializers.CharField(source="collection.slug")
+    branch = serializers.CharField()
+    credentials = serializers.CharField(help_text="The name of what holds the secret, never the secret.")
+    schedule = serializers.CharField()
+    include = serializers.ListField(child=serializers.CharField())
+    exclude = serializers.ListField(child=serializers.CharField())
+    owner = serializers.CharField(source="owner.username", allow_null=True, default=None)
+    enabled = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class SourceDetailOutputSerializer(SourceOutputSerializer):
+    runs = RunOutputSerializer(many=True, source="recent_runs", help_text="The latest syncs, newest first.")
+
+
+class SyncQueuedSerializer(serializers.Serializer):
+    source = serializers.CharField()
+    status = serializers.CharField()
+
+
+class SourceChangeSerializer(serializers.Serializer):
+    location = StrictCharField(max_length=1000, required=False)
+    branch = StrictCharField(max_length=200, required=False, allow_blank=True)
+    credentials = StrictCharField(max_length=500, required=False, allow_blank=True)
+    schedule = StrictCharField(max_length=100, required=False, allow_blank=True)
+    include = serializers.ListField(child=StrictCharField(max_length=200), required=False, max_length=100)
+    exclude = serializers.ListField(child=StrictCharField(max_length=200), required=False, max_length=100)
+    enabled = serializers.BooleanField(required=False)
+
+
+class SourceCreateSerializer(SourceChangeSerializer):
+    name = StrictSlugField(max_length=100)
+    kind = serializers.ChoiceField(choices=Source.Kind.values)
+    location = StrictCharField(max_length=1000)
+    collection = StrictSlugField()
+
+
+def _curated_source(user, name: str) -> Source:
+    return get_object_or_404(sources_curated_by(user=user), name=name)
+
+
+def _detail(source: Source) -> dict:
+    source.recent_runs = runs_of(source=source)
+    return SourceDetailOutputSerializer(source).data
+
+
+class SourceListApi(APIView):
+    """Curators: the sources of the collections they curate; add one."""
+
+    permission_classes = [IsCurator]
+
+    @extend_schema(responses=SourceOutputSerializer(many=True))
+    def get(self, request):
+        return Response(SourceOutputSerializer(sources_curated_by(user=request.user), many=True).data)
+
+    @extend_schema(request=SourceCreateSerializer, responses={201: SourceDetailOutputSerializer})
+    def post(self, request):
+        data = SourceCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        slug = fields.pop("collection")
+        collection = collections_curated_by(user=request.user).filter(slug=slug).first()
+        if collection is None:
+            raise CairnError("collection", f"you curate no collection {slug!r}")
+        source = source_create(actor=request.user, collection=collection, owner=request.user, **fields)
+        return Response(_detail(source), status=status.HTTP_201_CREATED)
+
+
+class SourceDetailApi(APIView):
+    """Curators: a source with its latest syncs; change it (not its kind or collection)."""
+
+    permission_classes = [IsCurator]
+
+    @extend_schema(responses=SourceDetailOutputSerializer)
+    def get(self, request, name: str):
+        return Response(_detail(_curated_source(request.user, name)))
+
+    @extend_schema(request=SourceChangeSerializer, responses=SourceDetailOutputSerializer)
+    def patch(self, request, name: str):
+        source = _curated_source(request.user, name)
+        unknown = sorted(set(request.data) - set(SourceChangeSerializer().fields))
+        if unknown:
+            raise CairnError(unknown[0], "cannot be changed: add a new source instead")
+        data = SourceChangeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        source = source_update(source=source, actor=request.user, **data.validated_data)
+        return Response(_detail(source))
+
+    put = patch
+
+
+class SourceSyncApi(APIView):
+    """Curators: sync a source now (queued for the workers; its run shows on the source)."""
+
+    permission_classes = [IsCurator]
+
+    @extend_schema(request=None, responses={202: SyncQueuedSerializer})
+    def post(self, request, name: str):
+        source = _curated_source(request.user, name)
+        with transaction.atomic():
+            source_sync_enqueue(source=source, actor=request.user)
+        return Response({"source": source.name, "status": "queued"}, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,112 @@
+"""A Confluence space, Cloud or Data Center, through its REST API: the space's pages with their
+version numbers, storage-format bodies (read as HTML) and read restrictions, and each page's
+attachments (read by the format readers). The location is the space's URL
+(https://example.atlassian.net/wiki/spaces/ENG, https://wiki.example.com/display/ENG).
+
+A page with read restrictions, its own or an ancestor's, is readable by only some people; Cairn
+would show it to every reader of the collection, so it is never indexed: it is listed as
+restricted and reported, until Cairn can mirror Confluence permissions."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+from django.conf import settings
+
+from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, reader_name, secret_read
+
+PAGE_SIZE = 50
+EXPAND = "version,body.storage,ancestors,restrictions.read.restrictions.user,restrictions.read.restrictions.group"
+_SPACE = re.compile(r"^(?P<base>.*?)/(?:spaces|display)/(?P<space>[^/?#]+)")
+
+
+def space_of(location: str) -> tuple[str, str]:
+    """(REST base URL, space key) of a space URL; ValueError when it names no space."""
+    parsed = urlparse(location)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError("not an http(s) URL")
+    if space := parse_qs(parsed.query).get("spaceKey"):
+        return f"{parsed.scheme}://{parsed.netloc}{parsed.path.split('/rest/')[0].rstrip('/')}", space[0]
+    if match := _SPACE.match(location):
+        return match["base"].rstrip("/"), match["space"]
+    raise ValueError("names no space: give the space's URL (…/spaces/KEY or …/display/KEY)")
+
+
+def _restricted(content: dict) -> bool:
+    read = (content.get("restrictions") or {}).get("read", {}).get("restrictions", {})
+    return bool(read.get("user", {}).get("results") or read.get("group", {}).get("results"))
+
+
+class ConfluenceConnector:
+    def __init__(self, source) -> None:
+        try:
+            self.base, self.space = space_of(source.location)
+        except ValueError as exc:
+            raise ConnectorError(f"{source.location}: {exc}") from exc
+        secret = secret_read(source.credentials)
+        headers = {"Accept": "application/json"}
+        if ":" in secret:  # Cloud: email:api-token, HTTP basic
+            headers["Authorization"] = "Basic " + base64.b64encode(secret.encode()).decode()
+        elif secret:  # Data Center: a personal access token
+            headers["Authorization"] = f"Bearer {secret}"
+        self.client = httpx.Client(timeout=settings.CAIRN_SOURCES_TIMEOUT, headers=headers, follow_redirects=True)
+
+    def _get(self, url: str, **params) -> httpx.Response:
+        try:
+            response = self.client.get(url, params=params or None)
+        except httpx.HTTPError as exc:
+            raise ConnectorError(f"{url}: {exc.__class__.__name__}: {exc}") from exc
+        if response.status_code != 200:
+            raise ConnectorError(f"{url}: HTTP {response.status_code}")
+        return response
+
+    def _pages(self, path: str, **params):
+        """Every result of a paged listing, following _links.next (start + limit)."""
+        url, query = f"{self.base}{path}", {**params, "start": 0, "limit": PAGE_SIZE}
+        while True:
+            try:
+                body = self._get(url, **query).json()
+            except ValueError as exc:
+                raise ConnectorError(f"{url}: the reply is not JSON") from exc
+            yield from body.get("results", [])
+            following = (body.get("_links") or {}).get("next")
+            if not following or not body.get("results"):
+                return
+            url, query = f"{self.base}{following}", {}
+
+    def list(self, known: dict[str, Known]) -> Listing:
+        pages = list(self._pages("/rest/api/content", spaceKey=self.space, type="page", expand=EXPAND))
+        restricted = {page["id"] for page in pages if _restricted(page)}
+        items = []
+        for page in pages:
+            hidden = page["id"] in restricted or any(a.get("id") in restricted for a in page.get("ancestors", []))
+            webui = (page.get("_links") or {}).get("webui", f"/pages/viewpage.action?pageId={page['id']}")
+            title = page.get("title", "")
+            body = (page.get("body") or {}).get("storage", {}).get("value", "")
+            document = f"<html><head><title>{html.escape(title)}</title></head><body><h1>{html.escape(title)}</h1>{body}</body></html>"
+            items.append(Item(
+                key=f"page:{page['id']}", version=str(page["version"]["number"]), name=f"{page['id']}.html",
+                uri=f"{self.base}{webui}", title=title, data=None if hidden else document.encode(), restricted=hidden,
+            ))  # fmt: skip
+            if hidden:
+                continue
+            for attachment in self._pages(f"/rest/api/content/{page['id']}/child/attachment", expand="version"):
+                if (name := reader_name(attachment.get("title", ""))) is None:
+                    continue
+                links = attachment.get("_links") or {}
+                items.append(Item(
+                    key=f"attachment:{attachment['id']}", version=str(attachment["version"]["number"]), name=name,
+                    uri=f"{self.base}{links.get('webui', links.get('download', ''))}",
+                    state={"download": links.get("download", "")},
+                ))  # fmt: skip
+        return Listing(items=items, complete=True)
+
+    def fetch(self, item: Item, known: Known | None) -> Fetched:
+        download = item.state.get("download")
+        if not download:
+            raise ConnectorError(f"{item.key}: no download link")
+        return Fetched(self._get(f"{self.base}{download}").content)
