@@ -605,15 +605,35 @@ def _furniture(pages: list[_Page]) -> set[str]:
     return {key for key, count in seen.items() if count >= need}
 
 
-def _is_furniture(line: _Line, repeated: set[str]) -> bool:
-    return line.band and (_PAGE_NUMBER.match(line.text.strip()) is not None or _furniture_key(line.text) in repeated)
+# What a browser prints around every page, a one-page document's too (where nothing repeats): the
+# date and time it was printed opening the header ("11/26/26, 11:41 AM  Getting Started"), and the
+# page's own counter closing the footer ("file:///srv/guide.html  1/1").
+_PRINTED_AT = re.compile(
+    r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4},?\s+\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?\b", re.IGNORECASE
+)
+
+
+def _own_counter(text: str, number: int, count: int) -> bool:
+    """Whether `text` ends with this page's counter: "3/12", "3 of 12", "Page 3 of 12"."""
+    found = re.search(r"(\d{1,5})\s*(?:/|of)\s*(\d{1,5})\s*$", text, re.IGNORECASE)
+    return found is not None and (int(found.group(1)), int(found.group(2))) == (number, count)
+
+
+def _is_furniture(line: _Line, repeated: set[str], number: int, count: int) -> bool:
+    text = line.text.strip()
+    return line.band and (
+        _PAGE_NUMBER.match(text) is not None
+        or _furniture_key(line.text) in repeated
+        or _own_counter(text, number, count)
+        or _PRINTED_AT.match(text) is not None
+    )
 
 
 def _write(pages: list[_Page]) -> tuple[str, str]:
     """The document's block text, a marker before each page, and its first top-level heading."""
     repeated = _furniture(pages)
     for page in pages:
-        page.lines = [line for line in page.lines if not _is_furniture(line, repeated)]
+        page.lines = [line for line in page.lines if not _is_furniture(line, repeated, page.number, len(pages))]
     weights: Counter = Counter()  # characters by size, margins aside (a header's small print is no body)
     for page in pages:
         for line in page.lines:

@@ -117,7 +117,7 @@ STEPS = ["Stop the writers before restoring a volume.", "Pick the snapshot to re
          "Point the service at the new volume."]  # fmt: skip
 
 
-def test_running_headers_footers_and_page_numbers_go_on_five_pages_but_a_single_page_keeps_its_header(tmp_path):
+def test_running_headers_footers_and_page_numbers_go_and_a_single_page_keeps_only_what_is_no_print_stamp(tmp_path):
     pages = [browser_page(n, 5, [Text(72, 72, f"Step {n}", 14), *para(72, 100, [STEPS[n - 1]])]) for n in range(1, 6)]
     pages[2].append(Text(300, 740, "iii", 9))  # a lone roman page number too
     document = read(write_pdf_pages(tmp_path / "printed.pdf", pages))
@@ -126,11 +126,17 @@ def test_running_headers_footers_and_page_numbers_go_on_five_pages_but_a_single_
         assert furniture not in text
     assert blocks(document) == [block for n in range(1, 6) for block in (f"# Step {n}", STEPS[n - 1])]
 
+    # One page: nothing repeats, but a browser's print stamp (the time it was printed opening the
+    # header, the page's own "1/1" closing the footer) is still no text of the document.
     single = read(write_pdf_pages(tmp_path / "one.pdf", [browser_page(1, 1, para(72, 72, [STEPS[0]]))]))
-    assert blocks(single) == [
-        "26/11/2026, 14:03 Tidewater manual",
-        STEPS[0],
-        "https://docs.example.org/tidewater/manual.html 1/1",
+    assert blocks(single) == [STEPS[0]]
+    # A one-page letter's letterhead and a reference that only looks like a counter ("2/3" of a
+    # page numbered 1) are its text.
+    letter = [Text(20, 12, "Tidewater Harbour Authority", 8), *para(72, 72, [STEPS[1]]), Text(20, 770, "Ref. 2/3", 8)]
+    assert blocks(read(write_pdf_pages(tmp_path / "letter.pdf", [letter]))) == [
+        "Tidewater Harbour Authority",
+        STEPS[1],
+        "Ref. 2/3",
     ]
 
 
