@@ -35,6 +35,7 @@ page mid-parse; in another thread the budget is checked between pages.
 from __future__ import annotations
 
 import datetime
+import functools
 import io
 import math
 import os
@@ -45,6 +46,7 @@ import statistics
 import subprocess
 import threading
 import time
+import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -142,6 +144,7 @@ def _read(pdf, data: bytes, budget: _Budget, *, on_page: PageHook | None) -> Rea
     ocr = _Ocr(data, settings.CAIRN_OCR_LANGUAGES, settings.CAIRN_TESSERACT)
     read: list[_Page] = []
     for number, page in enumerate(pages, start=1):
+        page.process_object = functools.partial(_process_object, page)  # this page only: no library patched
         try:
             with budget.running():
                 found = _text_page(page, number)
@@ -169,6 +172,37 @@ def _read(pdf, data: bytes, budget: _Budget, *, on_page: PageHook | None) -> Rea
         ]
     title = _plain(str(pdf.metadata.get("Title") or "")) or first_heading
     return Reading(text, title, metadata, located=True)
+
+
+def _process_object(page, obj) -> dict:
+    """pdfplumber's Page.process_object with a fast path for a character, which is most of what a
+    page holds: its attributes are plain numbers, strings and tuples, so the recursive resolve_all
+    pdfplumber runs on every one (half of a text page's reading time, 2026-11-26) finds nothing to
+    resolve. The same dictionary, for the same attributes; anything else goes the library's way."""
+    from pdfminer.layout import LTChar
+    from pdfplumber.page import ALL_ATTRS, Page, fix_fontname_bytes
+    from pdfplumber.utils import resolve_and_decode
+
+    if type(obj) is not LTChar:
+        return Page.process_object(page, obj)
+    attr = {key: value for key, value in obj.__dict__.items() if key in ALL_ATTRS}
+    attr["object_type"] = "char"
+    attr["page_number"] = page.page_number
+    attr["ncs"] = resolve_and_decode(obj.ncs.name)
+    text = obj.get_text()
+    attr["text"] = unicodedata.normalize(page.pdf.unicode_norm, text) if page.pdf.unicode_norm else text
+    state = obj.graphicstate
+    attr["stroking_color"] = state.scolor if isinstance(state.scolor, tuple) else (state.scolor,)
+    attr["non_stroking_color"] = state.ncolor if isinstance(state.ncolor, tuple) else (state.ncolor,)
+    if isinstance(attr["fontname"], bytes):
+        attr["fontname"] = fix_fontname_bytes(attr["fontname"])
+    left, top = page.mediabox[:2]
+    attr["top"] = (page.height - attr["y1"]) + top
+    attr["bottom"] = (page.height - attr["y0"]) + top
+    attr["doctop"] = page.initial_doctop + attr["top"]
+    if left != 0:
+        attr["x0"], attr["x1"] = attr["x0"] + left, attr["x1"] + left
+    return attr
 
 
 def _declared_pages(pdf) -> int:
@@ -606,8 +640,10 @@ def _furniture(pages: list[_Page]) -> set[str]:
 
 
 # What a browser prints around every page, a one-page document's too (where nothing repeats): the
-# date and time it was printed opening the header ("11/26/26, 11:41 AM  Getting Started"), and the
-# page's own counter closing the footer ("file:///srv/guide.html  1/1").
+# date and time it was printed opening the header ("11/26/26, 11:41 AM  Getting Started"), the
+# page's own counter closing the footer ("file:///srv/guide.html  1/1"), and the page's address on a
+# margin line of its own (OCR reads the address and the counter as two lines).
+_ADDRESS = re.compile(r"^(?:https?|file)://\S+$", re.IGNORECASE)
 _PRINTED_AT = re.compile(
     r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4},?\s+\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?\b", re.IGNORECASE
 )
@@ -626,6 +662,7 @@ def _is_furniture(line: _Line, repeated: set[str], number: int, count: int) -> b
         or _furniture_key(line.text) in repeated
         or _own_counter(text, number, count)
         or _PRINTED_AT.match(text) is not None
+        or _ADDRESS.match(text) is not None
     )
 
 

@@ -130,6 +130,9 @@ def test_running_headers_footers_and_page_numbers_go_and_a_single_page_keeps_onl
     # header, the page's own "1/1" closing the footer) is still no text of the document.
     single = read(write_pdf_pages(tmp_path / "one.pdf", [browser_page(1, 1, para(72, 72, [STEPS[0]]))]))
     assert blocks(single) == [STEPS[0]]
+    # The address on a margin line of its own (as OCR reads a printed footer) goes too.
+    alone = [*browser_page(1, 1, para(72, 72, [STEPS[2]]))[:-1], Text(20, 782, "1/1", 8)]
+    assert blocks(read(write_pdf_pages(tmp_path / "alone.pdf", [alone]))) == [STEPS[2]]
     # A one-page letter's letterhead and a reference that only looks like a counter ("2/3" of a
     # page numbered 1) are its text.
     letter = [Text(20, 12, "Tidewater Harbour Authority", 8), *para(72, 72, [STEPS[1]]), Text(20, 770, "Ref. 2/3", 8)]
