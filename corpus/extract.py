@@ -139,7 +139,8 @@ def _extract(
     elif suffix in (".csv", ".tsv"):
         reading = _read_delimited(suffix, raw, Path(name).stem)
     else:
-        reading = Reading(*reversed(_read_text(suffix, raw)))
+        title, text = _read_text(suffix, raw)
+        reading = Reading(text, title)
     text = reading.text.strip()
     if not (locations.without_markers(text) if reading.located else text).strip():
         raise ExtractionError("no extractable text")
