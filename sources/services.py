@@ -32,6 +32,7 @@ from corpus.audit import audit
 from corpus.extract import ExtractedDocument, ExtractionError, extract_bytes
 from corpus.lineage import document_retract
 from corpus.models import Collection, Document
+from corpus.originals import originals_for
 from corpus.services import documents_ingest
 from sources.connectors import connector_for
 from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing
@@ -431,7 +432,9 @@ def _item_ingest(item: SourceItem, run_id: int, connector) -> _Outcome:
     except ExtractionError as exc:  # these bytes are no document: not read again until they change
         return _Outcome("failed", note=f"{item.key}: {exc}"[:1000], sha=sha, state=fetched.state)
     moved = item.document is None and _move_twin(item, run_id, sha, listed.uri)
-    report = documents_ingest(collection=item.source.collection, documents=[document])
+    # The fetched file is kept as the document's original: a synced PDF's citation opens at its page.
+    originals = originals_for(item.name, [document.source], data=data)
+    report = documents_ingest(collection=item.source.collection, documents=[document], originals=originals)
     if report.failed:
         return _Outcome("failed", note=f"{item.key}: {report.failed[0].reason}", sha=sha, state=fetched.state)
     result = report.outcomes[0]

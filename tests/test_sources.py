@@ -197,6 +197,18 @@ def test_a_renamed_file_with_the_same_bytes_is_the_same_document(tmp_path):
 
 
 @SMALL_CHUNKS
+def test_a_synced_file_is_kept_as_its_document_s_original_and_a_change_replaces_it(tmp_path):
+    folder = Folder(tmp_path)
+    source_sync(source=folder.source, inline=True)
+    document = Document.objects.get(source=str(folder.path(2)))
+    assert document.original.file.read() == folder.path(2).read_bytes()
+    folder.change(2)
+    source_sync(source=folder.source, inline=True)
+    document.refresh_from_db()
+    assert document.original.file.read() == folder.path(2).read_bytes()
+
+
+@SMALL_CHUNKS
 def test_an_emptied_folder_retracts_nothing_and_globs_choose_the_items(tmp_path):
     folder = Folder(tmp_path)
     folder.source.exclude = ["guides/meadow*"]
