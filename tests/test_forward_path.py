@@ -4,7 +4,7 @@ django's real database; SearxNG and Ollama are loopback servers speaking their r
 from django.test import override_settings
 
 from corpus.extract import ExtractedDocument
-from corpus.models import WriteBack
+from corpus.models import Document, WriteBack
 from corpus.services import collection_get_or_create, documents_ingest
 from pipeline.models import Answer
 from tests import loopback
@@ -176,3 +176,10 @@ def test_passages_that_contradict_each_other_on_the_answer_are_both_quoted_with_
     body = ask(charlie, question=QUESTION, mode="fast")
     assert body["answer"].startswith("Sources disagree: the newer source says Albert Einstein, not Wilhelm")
     assert body["answer"].index("Einstein") < body["answer"].index("Röntgen")
+
+    # A file's own "modified" property says when its content changed, not when Cairn read it: a
+    # document last edited in 1999 and loaded today is the older source.
+    Document.objects.filter(source="rumours/physics.md").update(metadata={"modified": "1999-05-01T09:00:00"})
+    body = ask(charlie, question=QUESTION, mode="fast")
+    assert body["answer"].startswith("Sources disagree: the newer source says ")
+    assert body["answer"].index("Röntgen") < body["answer"].index("Einstein")
