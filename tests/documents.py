@@ -28,6 +28,11 @@ def pdf_bytes(pages: list[list[str]], title: str = "") -> bytes:
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
     objects.append(f"<< /Title ({_pdf_escape(title)}) >>".encode("latin-1") if title else b"<< >>")
+    return _pdf_file(objects, info_number=len(objects))
+
+
+def _pdf_file(objects: list[bytes], *, info_number: int) -> bytes:
+    """The PDF of numbered `objects` (1: the catalog), with its cross-reference table."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -38,7 +43,7 @@ def pdf_bytes(pages: list[list[str]], title: str = "") -> bytes:
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1,
-        len(objects),
+        info_number,
         xref,
     )
     return bytes(out)
@@ -135,20 +140,7 @@ def write_pdf_pages(
 
 
 def _write_objects(path: Path, objects: list[bytes], *, info_number: int) -> Path:
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        info_number,
-        xref,
-    )
-    path.write_bytes(bytes(out))
+    path.write_bytes(_pdf_file(objects, info_number=info_number))
     return path
 
 
