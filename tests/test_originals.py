@@ -5,8 +5,6 @@ Cairn's view of the stored file. The files are built here with the libraries tha
 
 import io
 import json
-import subprocess
-import sys
 
 import pytest
 from django.contrib.auth.models import User
@@ -288,21 +286,12 @@ def test_a_citation_opens_the_pdf_at_its_page_and_a_slide_or_rows_in_cairns_view
     sheet with the cited row marked and scrolled to."""
     from playwright.sync_api import sync_playwright
 
-    from tests.loopback import free_port
-    from tests.test_serving import CHROMIUM, ROOT, chromium, env, wait_healthy
+    from tests.test_serving import CHROMIUM, chromium, served
 
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
-        cwd=ROOT, env=env(CAIRN_WEB_WORKERS="1", CAIRN_ACCESS_LOG="", **served_files),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
     errors = []
-    try:
-        wait_healthy(base, server)
+    with served(**served_files) as base:
         with sync_playwright() as playwright:
             browser = chromium(playwright)
             page = browser.new_page()
@@ -354,6 +343,3 @@ def test_a_citation_opens_the_pdf_at_its_page_and_a_slide_or_rows_in_cairns_view
             assert 0 <= target.evaluate("row => row.getBoundingClientRect().top") < page.viewport_size["height"]
             browser.close()
         assert errors == []
-    finally:
-        server.terminate()
-        server.wait(timeout=90)

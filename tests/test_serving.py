@@ -6,6 +6,7 @@ connection per request thread, and `check --deploy` clean with deploy/cairn.env.
 They run against a database of their own on the same Postgres, so the servers see committed data
 without touching the test database."""
 
+import contextlib
 import http.client
 import json
 import os
@@ -63,6 +64,25 @@ def request(url: str, *, token: str | None = None, body: dict | None = None, tim
             return r.status, r.headers, json.loads(r.read() or b"null")
     except urllib.error.HTTPError as error:
         return error.code, error.headers, json.loads(error.read() or b"null")
+
+
+@contextlib.contextmanager
+def served(**extra):
+    """`manage.py serve` (one gunicorn worker, no django-q2 worker, no access log) on a free port,
+    healthy: yields its base URL and stops it on the way out."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
+        cwd=ROOT, env=env(CAIRN_WEB_WORKERS="1", CAIRN_ACCESS_LOG="", **extra),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        wait_healthy(base, server)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=90)
 
 
 def wait_healthy(base: str, process: subprocess.Popen, seconds=120) -> None:
@@ -348,16 +368,8 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
     shutil.rmtree(shots, ignore_errors=True)  # this run's steps only
     shots.mkdir(parents=True)
     manage("reader", "erin", "--password-stdin", input="pebble-larch-quarry-71\n")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
-        cwd=ROOT, env=env(CAIRN_WEB_WORKERS="1", CAIRN_ACCESS_LOG=""),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
     violations, elsewhere, errors = [], [], []
-    try:
-        wait_healthy(base, server)
+    with served() as base:
         with sync_playwright() as playwright:
             browser = chromium(playwright)
             page = browser.new_page()
@@ -493,9 +505,6 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
             shot("review-queue", docs="review-queue.png")
             browser.close()
         assert violations == [] and errors == [] and elsewhere == []
-    finally:
-        server.terminate()
-        server.wait(timeout=90)
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)")
@@ -511,58 +520,49 @@ def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(se
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
     manage("reader", "fern", "--password-stdin", input="moss-cedar-harbour-52\n")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    with LlamaServer() as llm:
-        server = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env=env(CAIRN_WEB_WORKERS="1", CAIRN_ACCESS_LOG="", CAIRN_GENERATOR="openai", CAIRN_OPENAI_BASE_URL=llm.url,
-                    CAIRN_OPENAI_MODEL=llm.model, CAIRN_OPENAI_CONTEXT=str(CONTEXT)),
-        )  # fmt: skip
-        errors = []
-        try:
-            wait_healthy(base, server)
-            with sync_playwright() as playwright:
-                browser = chromium(playwright)
-                page = browser.new_page()
-                page.add_init_script(WATCH)
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(f"{base}/")
-                page.fill("#id_username", "fern")
-                page.fill("#id_password", "moss-cedar-harbour-52")
-                page.click("button[type=submit]")
-                page.wait_for_url(f"{base}/")
-                for question in ("when does the cafeteria open", "where do visitors park"):
-                    page.fill("#question", question)
-                    page.select_option("#mode", "standard")
-                    page.click("#ask-button")
-                    page.wait_for_selector("#actions:not([hidden])", timeout=120_000)
-                    page.eval_on_selector("#details", "details => { details.open = true; }")
-                    page.screenshot(path=str(shots / f"{question.split()[-1]}.png"), full_page=True)
-                    seen = page.evaluate("window.__seen")
-                    at = {s["kind"]: s["at"] for s in reversed(seen) if "at" in s}
-                    assert at["progress"] < at["text"] <= at["answer"], at
-                    text, headline = page.inner_text("#answer"), page.inner_text("#headline")
-                    details = page.inner_text("#details-list")
-                    assert "<<<" not in text and ">>" not in text
-                    # The headline counts what the shown sentences cite. (The model may also say it cannot
-                    # answer: critiques of earlier answers in this database reach its prompt as warnings.)
-                    cited = len(set(re.findall(r"\[(\d+)\]", text)))
-                    if cited:
-                        assert headline == f"Answered from {cited} verified source{'s' if cited != 1 else ''}"
-                    else:
-                        assert headline in ("Not in the knowledge base", "No passage states the answer"), headline
-                    written_by = re.search(r"Written by\s+(\w+)", details).group(1)
-                    assert written_by in ("openai", "extractive")
-                    checked = page.inner_text("#checked") if page.is_visible("#checked") else ""
-                    if written_by == "extractive":  # the gate withheld the model's answer: said so
-                        assert checked.startswith("The model's answer was not supported") and "Left out" in details
-                    elif checked:
-                        assert re.fullmatch(r"\d+ sentences? left out: the sources do not support (it|them)\.", checked)
-                        assert details.count("Left out") == int(checked.split()[0])
-                browser.close()
-            assert errors == []
-        finally:
-            server.terminate()
-            server.wait(timeout=90)
+    errors = []
+    with (
+        LlamaServer() as llm,
+        served(CAIRN_GENERATOR="openai", CAIRN_OPENAI_BASE_URL=llm.url, CAIRN_OPENAI_MODEL=llm.model,
+               CAIRN_OPENAI_CONTEXT=str(CONTEXT)) as base,
+        sync_playwright() as playwright,
+    ):  # fmt: skip
+        browser = chromium(playwright)
+        page = browser.new_page()
+        page.add_init_script(WATCH)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/")
+        page.fill("#id_username", "fern")
+        page.fill("#id_password", "moss-cedar-harbour-52")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base}/")
+        for question in ("when does the cafeteria open", "where do visitors park"):
+            page.fill("#question", question)
+            page.select_option("#mode", "standard")
+            page.click("#ask-button")
+            page.wait_for_selector("#actions:not([hidden])", timeout=120_000)
+            page.eval_on_selector("#details", "details => { details.open = true; }")
+            page.screenshot(path=str(shots / f"{question.split()[-1]}.png"), full_page=True)
+            seen = page.evaluate("window.__seen")
+            at = {s["kind"]: s["at"] for s in reversed(seen) if "at" in s}
+            assert at["progress"] < at["text"] <= at["answer"], at
+            text, headline = page.inner_text("#answer"), page.inner_text("#headline")
+            details = page.inner_text("#details-list")
+            assert "<<<" not in text and ">>" not in text
+            # The headline counts what the shown sentences cite. (The model may also say it cannot
+            # answer: critiques of earlier answers in this database reach its prompt as warnings.)
+            cited = len(set(re.findall(r"\[(\d+)\]", text)))
+            if cited:
+                assert headline == f"Answered from {cited} verified source{'s' if cited != 1 else ''}"
+            else:
+                assert headline in ("Not in the knowledge base", "No passage states the answer"), headline
+            written_by = re.search(r"Written by\s+(\w+)", details).group(1)
+            assert written_by in ("openai", "extractive")
+            checked = page.inner_text("#checked") if page.is_visible("#checked") else ""
+            if written_by == "extractive":  # the gate withheld the model's answer: said so
+                assert checked.startswith("The model's answer was not supported") and "Left out" in details
+            elif checked:
+                assert re.fullmatch(r"\d+ sentences? left out: the sources do not support (it|them)\.", checked)
+                assert details.count("Left out") == int(checked.split()[0])
+        browser.close()
+    assert errors == []
