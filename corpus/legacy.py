@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from corpus.office import OLE2_MAGIC, OfficeError, ole_streams
+from corpus.office import OLE2_MAGIC, OfficeError, ole_encrypted, ole_kind, ole_streams
 
 CONVERT_TIMEOUT_SECONDS = 60
 
@@ -59,13 +59,11 @@ def legacy_problem(suffix: str, data: bytes) -> str | None:
         names = ole_streams(data)
     except OfficeError as exc:
         return f"not {what}: {exc}"
-    if "EncryptionInfo" in names and "EncryptedPackage" in names:
+    if ole_encrypted(names):
         return f"password-protected Office document: remove the password and upload it again (as {suffix})"
     main = next((stream for stream in streams if stream in names), None)
     if main is None:
-        from corpus.office import _OLE_KINDS
-
-        other = next((kind for stream, kind in _OLE_KINDS.items() if stream in names), None)
+        other = ole_kind(names)
         named = f": it is {other[0]}, upload it as {other[1]}" if other else ""
         return f"an OLE2 compound file but not {what} (no {streams[0]} stream){named}"
     try:

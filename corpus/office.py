@@ -166,6 +166,17 @@ _OLE_KINDS = {
 }
 
 
+def ole_kind(streams: list[str]) -> tuple[str, str] | None:
+    """(what it is, its suffix) of the legacy Office file an OLE2 file's streams say it is, or None."""
+    return next((kind for stream, kind in _OLE_KINDS.items() if stream in streams), None)
+
+
+def ole_encrypted(streams: list[str]) -> bool:
+    """Whether an OLE2 file is an Office package encrypted with a password (the package sits in an
+    "EncryptedPackage" stream, described by "EncryptionInfo")."""
+    return "EncryptionInfo" in streams and "EncryptedPackage" in streams
+
+
 def ole_streams(data: bytes) -> list[str]:
     """The stream paths of an OLE2 compound file ("WordDocument", "Macros/VBA/dir"); OfficeError
     when the file is damaged. olefile reads the directory only."""
@@ -185,11 +196,10 @@ def ole_package_problem(suffix: str, what: str, data: bytes) -> str:
         streams = ole_streams(data)
     except OfficeError as exc:
         return f"not {what}: {exc}"
-    if "EncryptionInfo" in streams and "EncryptedPackage" in streams:
+    if ole_encrypted(streams):
         return f"password-protected {_bare(what)}: remove the password and upload it again"
-    for stream, (legacy, legacy_suffix) in _OLE_KINDS.items():
-        if stream in streams:
-            return f"not {what}: the content is {legacy} (upload it as {legacy_suffix})"
+    if kind := ole_kind(streams):
+        return f"not {what}: the content is {kind[0]} (upload it as {kind[1]})"
     return f"not {what}: the content is an OLE2 compound file, not a ZIP package"
 
 
