@@ -86,6 +86,17 @@ def _parts(data: bytes) -> tuple:
     return content, meta
 
 
+def _document(data: bytes, kind: str) -> tuple:
+    """(the office:`kind` body of content.xml, title, metadata) of a package: "text",
+    "presentation" or "spreadsheet"; OfficeError when content.xml holds no such body."""
+    content, meta = _parts(data)
+    title, metadata = _properties(meta)
+    body = content.find(f"{_q('office:body')}/{_q(f'office:{kind}')}")
+    if body is None:
+        raise OfficeError(f"not an OpenDocument {kind}: content.xml has no office:{kind} body")
+    return body, title, metadata
+
+
 def _properties(meta) -> tuple[str, dict]:
     """(title, metadata) from meta.xml, as corpus.office._properties reads an Office package's core
     properties: "author" (the initial creator, else the creator), "last_modified_by" (dc:creator,
@@ -190,11 +201,7 @@ def read_odt(data: bytes) -> Reading:
     """(title, text) of an OpenDocument text: headings at their outline level (a "Title" paragraph
     a top heading), lists as items, tables under their first row, notes after the paragraph that
     cites them. Tracked changes read as accepted; headers, footers and comments are not read."""
-    content, meta = _parts(data)
-    title, metadata = _properties(meta)
-    body = content.find(f"{_q('office:body')}/{_q('office:text')}")
-    if body is None:
-        raise OfficeError("not an OpenDocument text: content.xml has no office:text body")
+    body, title, metadata = _document(data, "text")
     notes = _Notes()
     blocks: list[str] = []
     first_title = ""
@@ -241,11 +248,7 @@ def read_odp(data: bytes) -> Reading:
     """(title, text) of an OpenDocument presentation: each slide (draw:page) a section with a slide
     marker, headed by its title frame ("Slide N" without one), its outline's paragraphs as items,
     its other text and tables, then its speaker notes as "Notes: ..."."""
-    content, meta = _parts(data)
-    title, metadata = _properties(meta)
-    presentation = content.find(f"{_q('office:body')}/{_q('office:presentation')}")
-    if presentation is None:
-        raise OfficeError("not an OpenDocument presentation: content.xml has no office:presentation body")
+    presentation, title, metadata = _document(data, "presentation")
     blocks: list[str] = []
     for number, slide in enumerate(presentation.iter(PAGE), start=1):
         slide_title, shapes = "", []
@@ -300,13 +303,9 @@ def _shape_blocks(shape) -> list[str]:
 
 def read_ods(data: bytes) -> Reading:
     """(title, text) of an OpenDocument spreadsheet: each sheet a section with sheet markers, its
-    header row over its rows in groups (corpus.office.sheet_blocks). A cell reads as the sheet
+    header row over its rows, each placed by its row number (corpus.office.sheet_blocks). A cell reads as the sheet
     shows it (its text, formatted), a formula as its saved result."""
-    content, meta = _parts(data)
-    title, metadata = _properties(meta)
-    spreadsheet = content.find(f"{_q('office:body')}/{_q('office:spreadsheet')}")
-    if spreadsheet is None:
-        raise OfficeError("not an OpenDocument spreadsheet: content.xml has no office:spreadsheet body")
+    spreadsheet, title, metadata = _document(data, "spreadsheet")
     blocks: list[str] = []
     budget = [MAX_WORKBOOK_CELLS]
     for table in spreadsheet.iter(TABLE):
