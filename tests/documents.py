@@ -28,11 +28,12 @@ def pdf_bytes(pages: list[list[str]], title: str = "") -> bytes:
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
     objects.append(f"<< /Title ({_pdf_escape(title)}) >>".encode("latin-1") if title else b"<< >>")
-    return _pdf_file(objects, info_number=len(objects))
+    return pdf_file(objects, info_number=len(objects))
 
 
-def _pdf_file(objects: list[bytes], *, info_number: int) -> bytes:
-    """The PDF of numbered `objects` (1: the catalog), with its cross-reference table."""
+def pdf_file(objects: list[bytes], *, info_number: int | None = None) -> bytes:
+    """The PDF of numbered `objects` (1: the catalog; `info_number` its document information, if
+    any), with its cross-reference table."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -41,11 +42,8 @@ def _pdf_file(objects: list[bytes], *, info_number: int) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        info_number,
-        xref,
-    )
+    info = b" /Info %d 0 R" % info_number if info_number else b""
+    out += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, info, xref)
     return bytes(out)
 
 
@@ -136,11 +134,7 @@ def write_pdf_pages(
             "/Resources << /Font << /F1 3 0 R /F2 4 0 R >> >> >>".encode()
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
-    return _write_objects(path, objects, info_number=5)
-
-
-def _write_objects(path: Path, objects: list[bytes], *, info_number: int) -> Path:
-    path.write_bytes(_pdf_file(objects, info_number=info_number))
+    path.write_bytes(pdf_file(objects, info_number=5))
     return path
 
 

@@ -21,7 +21,7 @@ from corpus import locations
 from corpus.extract import ExtractedDocument, ExtractionError, extract_bytes, extract_file
 from corpus.models import Document
 from corpus.services import collection_get_or_create, documents_ingest
-from tests.documents import Text, table, write_pdf, write_pdf_pages
+from tests.documents import Text, pdf_file, table, write_pdf, write_pdf_pages
 
 pytestmark = pytest.mark.django_db
 
@@ -363,15 +363,7 @@ def heavy_pdf(path):
         b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 6\n0000000000 65535 f \n" + b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size 6 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % xref
-    path.write_bytes(bytes(out))
+    path.write_bytes(pdf_file(objects))
     return path
 
 
