@@ -17,7 +17,6 @@ Writes benchmarks/results/library_documents.json.
 
 from __future__ import annotations
 
-import io
 import re
 import subprocess
 import sys
