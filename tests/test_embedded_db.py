@@ -74,17 +74,33 @@ for _ in sys.stdin:  # one more query per line; the end of input is a normal exi
 """
 
 
+_children: list[subprocess.Popen] = []  # this test's, killed after it whatever happened
+
+
 @pytest.fixture(scope="module")
-def pgdata():
-    """A data directory of the children's own, reused by the tests; each leaves its server stopped.
-    Under /tmp, short: the socket path must fit, and when we are root pgserver's postgres user
-    must reach it."""
+def pgdata_dir():
+    """A data directory of the children's own, reused by the tests. Under /tmp, short: the socket
+    path must fit, and when we are root pgserver's postgres user must reach it."""
     data_dir = Path(tempfile.mkdtemp(prefix="cairn-pg-"))
-    yield data_dir / "pg"
-    for process in _processes(data_dir / "pg"):  # a failed test's leftovers: postmaster, watchdog
+    yield data_dir
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def pgdata(pgdata_dir):
+    """Each test leaves its server stopped. One that failed leaves children: they are killed here,
+    and the watchdog then stops their server, so that the next test starts from nothing."""
+    yield pgdata_dir / "pg"
+    while _children:
+        child = _children.pop()
+        child.kill()
+        child.communicate(timeout=60)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while _processes(pgdata_dir / "pg") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for process in _processes(pgdata_dir / "pg"):  # the watchdog failed too: no test passes after this
         with contextlib.suppress(psutil.NoSuchProcess):
             process.kill()
-    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def child_env(pgdata: Path) -> dict[str, str]:
@@ -92,15 +108,18 @@ def child_env(pgdata: Path) -> dict[str, str]:
 
 
 def start_child(pgdata: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", CHILD],
-        cwd=ROOT,
-        env=child_env(pgdata),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    _children.append(
+        child := subprocess.Popen(
+            [sys.executable, "-c", CHILD],
+            cwd=ROOT,
+            env=child_env(pgdata),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     )
+    return child
 
 
 def ready(child: subprocess.Popen) -> subprocess.Popen:
@@ -125,7 +144,12 @@ def postmaster(pgdata: Path) -> psutil.Process:
 
 
 def handles(pgdata: Path) -> list[int]:
-    return json.loads((pgdata / ".handle_pids.json").read_text())
+    """pgserver rewrites its handle list in place: a read can catch it empty, mid-write."""
+    for _ in range(50):
+        with contextlib.suppress(ValueError):
+            return json.loads((pgdata / ".handle_pids.json").read_text())
+        time.sleep(0.02)
+    raise AssertionError("the handle list stayed unreadable for a second")
 
 
 def _processes(pgdata: Path) -> list[psutil.Process]:

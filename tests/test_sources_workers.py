@@ -55,7 +55,9 @@ def test_two_worker_processes_share_a_syncs_items_with_no_duplicate_and_none_los
 
     run_id = committed(sync_queued)
     assert OrmQ.objects.count() == 2 * ITEMS
-    clusters = [worker(), worker()]
+    # No redelivery of its own here: on a loaded machine a first task (the model loading) can outlast
+    # tests' short retry, and a task run again records its second result over its first.
+    clusters = [worker(retry_s=600), worker(retry_s=600)]
     try:
         wait_for(lambda: Task.objects.filter(group="source-items").count() == 2 * ITEMS, timeout=300,
                  what="two workers to run every item task")  # fmt: skip

@@ -43,14 +43,14 @@ ROOT = Path(__file__).resolve().parent.parent
 RETRY_S = 21
 
 
-def worker() -> subprocess.Popen:
+def worker(*, retry_s: int = RETRY_S) -> subprocess.Popen:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "CAIRN_DB_NAME": connection.settings_dict["NAME"],
         "CAIRN_Q_WORKERS": "1",
-        "CAIRN_Q_TIMEOUT": str(RETRY_S - 1),
-        "CAIRN_Q_RETRY": str(RETRY_S),
+        "CAIRN_Q_TIMEOUT": str(retry_s - 1),
+        "CAIRN_Q_RETRY": str(retry_s),
         "CAIRN_Q_SYNC": "0",
     }
     return subprocess.Popen(
