@@ -341,7 +341,7 @@ def plot(result: dict) -> Path:
     import matplotlib.pyplot as plt
 
     kinds = [k for k in FORMATS if k in result["formats"]]
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4))
     shares = [result["formats"][k].get("fidelity", {}).get("share", 0) for k in kinds]
     axes[0].bar(kinds, shares, color="#4c72b0")
     for x, kind in enumerate(kinds):
@@ -357,6 +357,11 @@ def plot(result: dict) -> Path:
     axes[2].bar(pdfs, [result["formats"][k]["furniture"]["share"] for k in pdfs], color="#c44e52")
     axes[2].axhline(0.005, color="black", linestyle="dashed")
     axes[2].set_title("chunks holding page furniture (dash: 0.5%)")
+    timed = [k for k in kinds if result["formats"][k].get("ingest", {}).get("ingest_vs_raw")]
+    axes[3].bar(timed, [result["formats"][k]["ingest"]["ingest_vs_raw"] for k in timed], color="#8172b2")
+    axes[3].axhline(0.75, color="black", linestyle="dashed")
+    axes[3].set_ylim(0, 1.05)
+    axes[3].set_title("ingestion / raw embedding (dash: 75%)")
     fig.suptitle(f"Rust docs in five formats, {time.strftime('%Y-%m-%d')}")
     fig.tight_layout()
     path = RESULTS / "formats.png"

@@ -186,8 +186,8 @@ class EntryPoint:
     read: Callable  # what the entry point does with what arrives
     arrives: Callable[[str], str | bytes] = lambda text: text  # a crafted text as it arrives (a file's bytes)
     # Times the CPU bound per 10 KB it is held to. A PDF's layout is read from every glyph's box and
-    # font (pdfplumber): about 25 µs a glyph whatever the text, five times pypdf's text extraction
-    # (2026-11-26); a backtracking pattern still misses the bound by orders of magnitude.
+    # font: five times the bound was set when pdfminer took about 25 µs a glyph; PDFium takes about
+    # 4 (2026-11-26). A backtracking pattern still misses the bound by orders of magnitude.
     cost: float = 1.0
 
 
