@@ -14,6 +14,7 @@ The steps, for each page:
   left and a right column, read one after the other; lines that cross the gutter (a title, a
   full-width paragraph) are read where they stand;
 - lines: words grouped by their height on the page;
+- a table continued from the foot of the previous page takes that part's header row;
 - running furniture: a line in the top or bottom margin band that repeats, digits aside, on a large
   share of the pages ("Tidewater manual  26/11/2026", "https://…  3/12"), and a lone page number
   there ("3", "Page 3 of 10", "3/10", "- 3 -", "iv"), are dropped;
@@ -824,6 +825,8 @@ def _write(pages: list[_Page]) -> tuple[str, str]:
     repeated = _furniture(pages)
     for page in pages:
         page.lines = [line for line in page.lines if not _is_furniture(line, repeated, page.number, len(pages))]
+    for before, page in zip(pages, pages[1:], strict=False):
+        _continue_table(before, page)
     weights: Counter = Counter()  # characters by size, margins aside (a header's small print is no body)
     for page in pages:
         for line in page.lines:
@@ -848,6 +851,16 @@ def _write(pages: list[_Page]) -> tuple[str, str]:
             first_heading = next((b[2:] for b in blocks if b.startswith("# ")), "")
         out.append("\n\n".join([locations.marker(location), *blocks]))
     return "\n\n".join(out), first_heading
+
+
+def _continue_table(before: _Page, page: _Page) -> None:
+    """A table that runs on from the foot of one page to the head of the next: its part there has
+    no header row of its own, so it takes the first part's (one that repeats it is left alone)."""
+    if not (before.lines and page.lines and before.lines[-1].rows and page.lines[0].rows):
+        return
+    header, rows = before.lines[-1].rows[0], page.lines[0].rows
+    if len(header) == max(len(row) for row in rows) and rows[0] != header:
+        page.lines[0].rows = [header, *rows]
 
 
 _SENTENCE_END = re.compile(r"[.!?:;][\"'\u201d\u2019)\]]*$")

@@ -162,6 +162,27 @@ def test_a_ruled_table_keeps_its_header_on_every_row_after_chunking(tmp_path, se
     assert texts.count("Dana Whitlock") == 1  # the table's words are not read again as a paragraph
 
 
+def test_a_table_continued_on_the_next_page_keeps_its_header_there(tmp_path, settings):
+    first = [
+        Text(72, 72, "Room owners", 15),
+        *table(72, 100, [["Room", "Owner"], ["4.12", "Dana Whitlock"], ["4.14", "Eli Moss"]], widths=[100, 200]),
+    ]
+    rest = [
+        *table(72, 72, [["4.16", "Ana Ruiz"], ["4.18", "Joe Park"]], widths=[100, 200]),
+        *para(72, 130, ["Keys are kept at the front desk."]),
+    ]
+    again = [*table(72, 72, [["Room", "Owner"], ["4.20", "Kim Lee"]], widths=[100, 200])]  # the header repeated
+    path = write_pdf_pages(tmp_path / "rooms.pdf", [first, rest, [*first[1:]], again])
+    assert blocks(read(path))[1:4] == [
+        "| Room | Owner |\n|---|---|\n| 4.12 | Dana Whitlock |\n| 4.14 | Eli Moss |",
+        "| Room | Owner |\n|---|---|\n| 4.16 | Ana Ruiz |\n| 4.18 | Joe Park |",
+        "Keys are kept at the front desk.",
+    ]
+    assert blocks(read(path))[-1] == "| Room | Owner |\n|---|---|\n| 4.20 | Kim Lee |"
+    texts = " ".join(chunk.text for chunk in ingest(tmp_path, path, settings))
+    assert "Room: 4.18; Owner: Joe Park" in texts
+
+
 def test_hyphenated_words_are_joined_but_real_hyphens_before_capitals_and_digits_stay(tmp_path):
     lines = [
         "Restoring a volume needs a con-",
