@@ -311,14 +311,19 @@ def _mark_bands(lines: list[_Line], top: float, bottom: float) -> None:
 
 
 WORD_GAP = 3.0  # points between two characters that split a word (pdfplumber's x_tolerance)
-_LINE_END_HYPHEN = {"\x02": "-"}  # how PDFium marks a hyphen that ends a line
+# Characters read as another: PDFium marks a hyphen that ends a line as U+0002, and a bullet drawn
+# from Word's Symbol or Wingdings font comes as a private-use character (U+F0B7 and kin), which
+# would be dropped as unprintable and its list item read as a paragraph.
+_READ_AS = {"\x02": "-"} | dict.fromkeys("\uf0b7\uf0a7\uf0a8\uf0d8\uf076\uf0fc\uf06e\uf0e8", "•")
 
 
 def _words(page, left: float, top: float) -> list[dict]:
     """The page's words from PDFium's text page: characters joined while they stand close on one
     line in one font and size, split at spaces and line ends, with pdfplumber's keys (text, x0, x1,
-    top, bottom, size, fontname). A character drawn twice in one place (text overprinted to look
-    bold) is read once. Three C calls a character: a fifth of pdfminer's time (2026-11-26)."""
+    top, bottom, size, fontname). Three C calls a character: a fifth of pdfminer's time (2026-11-26).
+    PDFium's text page already reads text drawn twice in one place (overprinted to look bold) once,
+    and splits a ligature into its letters, each with the ligature's box: no character here is
+    dropped for standing where another stands."""
     from pypdfium2 import raw
 
     textpage = raw.FPDFText_LoadPage(page.raw)
@@ -329,11 +334,10 @@ def _words(page, left: float, top: float) -> list[dict]:
         text = _page_text(textpage, count)
         box = raw.FS_RECTF()
         fonts: dict[int, tuple[float, str]] = {}
-        seen: set[tuple] = set()
         words: list[dict] = []
         word: dict | None = None
         for i, char in enumerate(text):
-            char = _LINE_END_HYPHEN.get(char, char)
+            char = _READ_AS.get(char, char)
             if not char:  # the second half of the character before
                 continue
             if char.isspace() or not char.isprintable():
@@ -344,9 +348,6 @@ def _words(page, left: float, top: float) -> list[dict]:
             font = fonts.get(key) or fonts.setdefault(key, _font(text_object))
             raw.FPDFText_GetLooseCharBox(textpage, i, box)
             x0, x1, char_top, char_bottom = box.left - left, box.right - left, top - box.top, top - box.bottom
-            if (place := (char, round(x0 * 2), round(char_top * 2))) in seen:
-                continue
-            seen.add(place)
             if word is not None and (
                 x0 - word["x1"] > WORD_GAP or x0 < word["x0"] - 1 or abs(char_top - word["top"]) > 3
                 or font != word["font"]

@@ -196,6 +196,54 @@ def test_hyphenated_words_are_joined_but_real_hyphens_before_capitals_and_digits
     ]
 
 
+def test_a_bullet_from_words_symbol_font_starts_a_list_item(tmp_path):
+    """Word writes a bullet in its Symbol font as the private-use U+F0B7 (the font's ToUnicode map
+    says so); read as unprintable, the list became one paragraph."""
+    cmap = (
+        b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /Adobe-Identity-UCS def "
+        b"/CMapType 2 def 1 begincodespacerange <00> <FF> endcodespacerange 1 beginbfchar <B7> <F0B7> "
+        b"endbfchar endcmap CMapName currentdict /CMap defineresource pop end end"
+    )
+    items = [b"Restores take an hour.", b"Backups run at night.", b"Keys are kept at the front desk."]
+    content = b"".join(b"BT /F2 11 Tf 72 %d Td (\267) Tj ET BT /F1 11 Tf 90 %d Td (%s) Tj ET " % (700 - 20 * i, 700 - 20 * i, item)
+                       for i, item in enumerate(items))  # fmt: skip
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R /F2 6 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Symbol /ToUnicode 7 0 R >>",
+        b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream",
+    ]
+    path = tmp_path / "bullets.pdf"
+    path.write_bytes(pdf_file(objects))
+    assert blocks(read(path)) == [f"- {item.decode()}" for item in items]
+
+
+def test_a_ligature_keeps_every_letter(tmp_path):
+    """PDFium splits a ligature glyph into its letters, each with the glyph's box: two characters
+    in one place, neither of them a copy to drop."""
+    cmap = (
+        b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /Adobe-Identity-UCS def "
+        b"/CMapType 2 def 1 begincodespacerange <00> <FF> endcodespacerange 1 beginbfchar <B7> <00660066> "
+        b"endbfchar endcmap CMapName currentdict /CMap defineresource pop end end"
+    )
+    content = b"BT /F1 11 Tf 72 700 Td (Backups run e\267ectively at night.) Tj ET"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
+        b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream",
+    ]
+    path = tmp_path / "ligature.pdf"
+    path.write_bytes(pdf_file(objects))
+    assert blocks(read(path)) == ["Backups run effectively at night."]
+
+
 def test_text_overprinted_to_look_bold_is_read_once(tmp_path):
     page = [Text(72, 72, "Keys are kept at the front desk."), Text(72, 72, "Keys are kept at the front desk.")]
     assert blocks(read(write_pdf_pages(tmp_path / "twice.pdf", [page]))) == ["Keys are kept at the front desk."]
