@@ -125,7 +125,7 @@ def extract_bytes(
 
 
 def _extract(
-    name: str, data: bytes, *, source: str, charset: str | None, on_page: PageHook | None = None
+    name: str, data: bytes, *, source: str, charset: str | None, on_page: PageHook | None = None, attached: bool = True
 ) -> Iterator[ExtractedDocument | ExtractionFailure]:
     suffix = Path(name).suffix.lower()
     raw = _checked_content(suffix, data, charset=charset)
@@ -136,6 +136,8 @@ def _extract(
         reading = _read_pdf(data, on_page)
     elif suffix in OFFICE_SUFFIXES:
         reading = _read_office(suffix, data)
+        if suffix == ".eml" and attached:
+            reading = _with_attachments(reading, data, source)
     elif suffix in (".csv", ".tsv"):
         reading = _read_delimited(suffix, raw, Path(name).stem)
     else:
@@ -336,6 +338,48 @@ def _read_office(suffix: str, data: bytes) -> Reading:
     if suffix in office.MACRO_ENABLED:
         reading.metadata["macros"] = "not run"  # read as a document; its VBA project is never opened
     return reading
+
+
+def _with_attachments(reading: Reading, data: bytes, source: str) -> Reading:
+    """An e-mail with the documents attached to it: each one Cairn reads (a PDF, a Word file, a
+    workbook, a forwarded message without its own attachments) follows the message's text as a
+    section "Attachment: NAME", its headings one level down, its pages' places left out (the
+    original is the message). One that cannot be read is named with the reason in metadata
+    "attachments_unread", and the message is still read; other files (images, archives) are only
+    named, in "attachments"."""
+    from corpus.mail import attachments
+
+    sections, read, unread = [reading.text], [], {}
+    for name, payload in attachments(data):
+        if Path(name).suffix.lower() not in MIME_TYPES or name.lower().endswith(".jsonl"):
+            continue
+        try:
+            found = [d for d in _extract(name, payload, source=source, charset=None, attached=False)
+                     if isinstance(d, ExtractedDocument)]  # fmt: skip
+        except ExtractionError as exc:
+            unread[name] = str(exc)[:300]
+            continue
+        for document in found:
+            text = locations.without_markers(document.text) if document.located else document.text
+            sections.append(f"# Attachment: {name}\n\n{_demoted(text.strip())}")
+        read.append(name)
+    if read:
+        reading.metadata["attachments_read"] = read
+    if unread:
+        reading.metadata["attachments_unread"] = unread
+    return Reading("\n\n".join(s for s in sections if s.strip()), reading.title, reading.metadata)
+
+
+def _demoted(text: str) -> str:
+    """Block text with its headings one level down ("# " stays out of fenced code)."""
+    lines, fenced = [], False
+    for line in text.split("\n"):
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,5} ", line):
+            line = "#" + line
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _read_delimited(suffix: str, raw: str, name: str) -> Reading:

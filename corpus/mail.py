@@ -6,7 +6,8 @@ its sender, recipients and date are metadata, and its text is what the sender wr
 text/plain part (else the HTML part, read as an HTML page is) without the message it answers
 (quoted "> " lines and the "On ... wrote:" line before them, and everything from an Outlook
 "-----Original Message-----" or "From: ... Sent: ..." header block on). Attachments are named in
-metadata "attachments"; they are not read.
+metadata "attachments"; `attachments` gives their bytes, and corpus.extract reads the documents
+among them into the message's text.
 
 An .rtf is read with striprtf (a small pure-Python reader of RTF's control words: no converter
 process, no dependency): each RTF paragraph a paragraph, bullet lines list items, table rows (cells
@@ -70,6 +71,28 @@ def read_eml(data: bytes) -> Reading:
         text = _html_blocks(_content(html))
     subject = _header(message, "subject") or ""
     return Reading(text, subject, metadata)
+
+
+def attachments(data: bytes) -> list[tuple[str, bytes]]:
+    """The files attached to an e-mail message, in order: (file name, bytes). A forwarded message
+    attached whole is named after its subject (".eml"); a part whose bytes cannot be decoded is
+    left out."""
+    found = []
+    for part in _parse(data).iter_attachments():
+        if part.get_content_type() == "message/rfc822":
+            inner = part.get_payload()[0] if part.is_multipart() else None
+            if inner is not None:
+                subject = " ".join(str(inner.get("subject") or "forwarded message").split())[:150]
+                found.append((f"{subject}.eml", inner.as_bytes(policy=policy.default)))
+            continue
+        name = " ".join(str(part.get_filename() or "").split())[:200]
+        try:
+            payload = part.get_payload(decode=True)
+        except Exception:  # noqa: BLE001 - a malformed part is left out, the message is still read
+            payload = None
+        if name and payload:
+            found.append((name, payload))
+    return found
 
 
 def _header(message: EmailMessage, name: str) -> str | None:

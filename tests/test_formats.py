@@ -21,7 +21,8 @@ from pptx.util import Inches
 
 from corpus import legacy, locations
 from corpus.extract import MIME_TYPES, ExtractedDocument, ExtractionError, content_problem, extract_bytes
-from corpus.models import Document, Upload
+from corpus.models import Chunk, Document, Upload
+from tests.documents import Text, write_pdf_pages
 from tests.test_office import post_file, zip_file
 
 pytestmark = pytest.mark.django_db
@@ -250,6 +251,53 @@ def test_an_outlook_reply_loses_the_original_message_and_an_html_only_mail_is_re
     )
     text = extracted("lunch.eml", html.as_bytes()).text
     assert "# Canteen" in text and "The canteen opens at noon." in text and "When does" not in text
+
+
+def test_the_documents_attached_to_an_email_are_read_into_it_and_a_broken_one_is_named(bob, tmp_path, settings):
+    message = EmailMessage()
+    message["Subject"], message["From"] = "Handbook and budget", "dana@example.org"
+    message.set_content("Both files are attached. The budget closes on Friday.\n")
+    budget = write_pdf_pages(tmp_path / "budget.pdf", [[
+        Text(72, 72, "Travel budget", 16),
+        Text(72, 110, "Each team may spend 4,200 euros on travel this quarter."),
+    ]])  # fmt: skip
+    message.add_attachment(budget.read_bytes(), maintype="application", subtype="pdf", filename="budget.pdf")
+    message.add_attachment(handbook_docx(), maintype="application", subtype="octet-stream", filename="handbook.docx")
+    message.add_attachment(b"\x89PNG\r\n\x1a\n", maintype="image", subtype="png", filename="logo.png")
+    message.add_attachment(b"%PDF-1.4 cut short", maintype="application", subtype="pdf", filename="minutes.pdf")
+    forwarded = EmailMessage()
+    forwarded["Subject"], forwarded["From"] = "Parking", "eli@example.org"
+    forwarded.set_content("Bay B7 is free from Monday.\n")
+    message.add_attachment(forwarded)
+
+    document = extracted("handbook.eml", message.as_bytes())
+    blocks = document.text.split("\n\n")
+    assert blocks[:4] == [
+        "Both files are attached. The budget closes on Friday.",
+        "# Attachment: budget.pdf",
+        "## Travel budget",  # the attachment's own headings one level down
+        "Each team may spend 4,200 euros on travel this quarter.",
+    ]
+    assert "# Attachment: handbook.docx" in blocks and "## Facilities handbook" in blocks
+    assert "The Harbour Street archive room opens with door code 4471." in blocks
+    assert blocks[-2:] == ["# Attachment: Parking.eml", "Bay B7 is free from Monday."]
+    assert not document.located and locations.without_markers(document.text) == document.text
+    assert document.metadata["attachments"] == [
+        "budget.pdf",
+        "handbook.docx",
+        "logo.png",
+        "minutes.pdf",
+        "message/rfc822",
+    ]
+    assert document.metadata["attachments_read"] == ["budget.pdf", "handbook.docx", "Parking.eml"]
+    assert list(document.metadata["attachments_unread"]) == ["minutes.pdf"]
+    assert "cannot read PDF" in document.metadata["attachments_unread"]["minutes.pdf"]
+
+    settings.CAIRN_CHUNK_TOKENS, settings.CAIRN_CHUNK_OVERLAP_TOKENS = 32, 8  # a chunk per section here
+    response = post_file(bob, "handbook.eml", message.as_bytes(), content_type="message/rfc822")
+    assert response.status_code == 201, response.content
+    chunk = Chunk.objects.get(document__source="upload:handbook.eml", text__contains="4,200 euros")
+    assert chunk.heading == "Handbook and budget › Attachment: budget.pdf › Travel budget"
 
 
 # --- Legacy Office files, through LibreOffice --------------------------------------------------
