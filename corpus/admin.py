@@ -3,11 +3,15 @@ from django.contrib.admin import helpers
 from django.contrib.admin.utils import get_fields_from_path
 from django.contrib.auth.models import Group
 from django.db.models import Count, Q
+from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
+from django.utils.html import format_html, format_html_join
 
 from config.exceptions import CairnError
+from corpus import locations
 from corpus.lineage import document_move, document_restore, document_retract
 from corpus.models import AuditEvent, Chunk, Collection, Document, Upload
+from corpus.originals import document_original_url, original_filename
 from corpus.selectors import collections_curated_by, documents_curated_by
 
 
@@ -117,11 +121,21 @@ class CollectionAdmin(CuratedAdmin):
 
 class ChunkInline(admin.TabularInline):
     model = Chunk
-    fields = ["ordinal", "token_count", "text"]
+    fields = ["ordinal", "place", "token_count", "text"]
     readonly_fields = fields
     extra = 0
     can_delete = False
     show_change_link = True
+
+    @admin.display(description="Place")
+    def place(self, obj):
+        """Where the chunk sits in the original ("page 12", "slide 4"), opening the original there."""
+        label = locations.label(obj.location)
+        url = document_original_url(obj.document, obj.location) if label else None
+        return format_html('<a href="{}">{}</a>', url, label) if url else label or "-"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("document__original")
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -160,15 +174,25 @@ class DocumentAdmin(CuratedAdmin):
     # writes them again, and the chunks are embedded under the title), and who uploaded it is a fact.
     # Status changes through the retract / restore actions and the collection through move: they
     # cascade to what rests on the document and leave audit rows, which a bare field edit would not.
-    fields = ["title", "collection", "source", "origin", "status", "mime_type", "ocr_pages", "metadata", "upload",
-              "sha256", "requires_collections", "created_at", "updated_at"]  # fmt: skip
+    fields = ["title", "collection", "source", "origin", "status", "mime_type", "original_file", "ocr_pages",
+              "metadata", "upload", "sha256", "requires_collections", "created_at", "updated_at"]  # fmt: skip
     readonly_fields = fields
     inlines = [ChunkInline]
     actions = ["retract", "restore", "move"]
 
+    @admin.display(description="Original")
+    def original_file(self, obj):
+        """The file as it was loaded, for a curator to check the text against."""
+        if obj.original_id is None:
+            return "not kept (text posted as such, a .jsonl line, or a file loaded before originals were kept: ingest it again)"
+        url = document_original_url(obj)
+        name, size = original_filename(obj), filesizeformat(obj.original.size)
+        return format_html('<a href="{}">{}</a> ({})', url, name, size) if url else f"{name} ({size}; retracted)"
+
     @admin.display(description="OCR")
     def ocr_pages(self, obj):
-        """Which pages of a scanned PDF were read by OCR, and which of them a curator should check."""
+        """Which pages of a scanned PDF were read by OCR, and which of them a curator should check,
+        each opening the original at that page."""
         read = obj.metadata.get("ocr_pages") or []
         if not read:
             return "none (text layer)" if obj.mime_type == "application/pdf" else "-"
@@ -176,7 +200,12 @@ class DocumentAdmin(CuratedAdmin):
         pages = f"pages {', '.join(map(str, read))} read by OCR"
         if not low:
             return f"{pages}; all above the confidence threshold"
-        return f"{pages}; low confidence, check against the original: pages {', '.join(map(str, low))}"
+        links = format_html_join(
+            ", ", '<a href="{}">{}</a>', ((document_original_url(obj, {"page": n}), n) for n in low)
+        )
+        plain = ", ".join(map(str, low))
+        return format_html("{}; low confidence, check against the original: pages {}", pages,
+                           links if obj.original_id and obj.is_active else plain)  # fmt: skip
 
     def has_add_permission(self, request):
         return False  # documents come in through ingestion: the API, the CLI or the ask page

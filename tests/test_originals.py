@@ -105,6 +105,21 @@ def test_an_uploaded_file_is_kept_and_a_pdf_is_served_inline_at_its_page(bob, ch
     assert f'<a href="/documents/{document.id}/original#page=2">page 2</a>' in page
 
 
+def test_the_admin_links_a_document_to_its_original_and_each_chunk_to_its_page(bob, small_chunks):
+    assert post_file(bob, "office-guide.pdf", pdf_bytes(PAGES, title="Office guide")).status_code == 201
+    document = Document.objects.get(source="upload:office-guide.pdf")
+    admin = signed_in(User.objects.create_superuser("root", password="root-pw"))
+    page = admin.get(f"/admin/corpus/document/{document.id}/change/").content.decode()
+    assert f'<a href="/documents/{document.id}/original">office-guide.pdf</a>' in page
+    assert f'<a href="/documents/{document.id}/original#page=2">page 2</a>' in page
+    typed = client_for(bob).post(
+        "/api/v1/documents", {"collection": "demo", "title": "Typed", "text": "Typed text has no file."}, format="json"
+    )
+    assert typed.status_code == 201
+    page = admin.get(f"/admin/corpus/document/{Document.objects.get(title='Typed').id}/change/").content.decode()
+    assert "not kept (text posted as such" in page
+
+
 def test_text_posted_as_json_and_the_lines_of_a_jsonl_have_no_original(bob):
     response = client_for(bob).post(
         "/api/v1/documents", {"collection": "demo", "title": "Typed", "text": "Typed text has no file."}, format="json"

@@ -20,6 +20,7 @@ from pypdf import PdfReader, PdfWriter
 from corpus import locations
 from corpus.extract import ExtractedDocument, ExtractionError, extract_bytes, extract_file
 from corpus.models import Document
+from corpus.originals import originals_for
 from corpus.services import collection_get_or_create, documents_ingest
 from tests.documents import Text, pdf_file, table, write_pdf, write_pdf_pages
 
@@ -45,7 +46,10 @@ def blocks(document: ExtractedDocument) -> list[str]:
 def ingest(tmp_path, path, settings) -> list:
     settings.CAIRN_CHUNK_TOKENS, settings.CAIRN_CHUNK_OVERLAP_TOKENS = 32, 8
     collection, _ = collection_get_or_create(slug="manuals", public=True)
-    documents_ingest(collection=collection, documents=[read(path)])
+    document = read(path)
+    documents_ingest(
+        collection=collection, documents=[document], originals=originals_for(path.name, [document.source], path=path)
+    )
     return list(Document.objects.get(collection=collection).chunks.order_by("ordinal"))
 
 
@@ -344,7 +348,12 @@ def test_a_poorly_scanned_page_is_flagged_for_curators(tmp_path, settings):
     assert "OCR: low confidence pages" in listed and document.title in listed
     assert document.title not in client.get("/admin/corpus/document/", {"ocr": "none"}).content.decode()
     shown = client.get(f"/admin/corpus/document/{document.pk}/change/").content.decode()
-    assert "low confidence, check against the original: pages 2" in shown
+    assert (
+        f'low confidence, check against the original: pages <a href="/documents/{document.pk}/original#page=2">2</a>'
+        in shown
+    )
+    assert f'<a href="/documents/{document.pk}/original">poor.pdf</a>' in shown  # the original, for the curator
+    assert f'<a href="/documents/{document.pk}/original#page=2">page 2</a>' in shown  # each chunk's page
 
 
 def test_a_scan_without_tesseract_is_refused_naming_the_fix(tmp_path, settings):
