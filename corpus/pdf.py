@@ -39,6 +39,7 @@ pages. PDFium is not thread-safe: every call into it holds one lock.
 
 from __future__ import annotations
 
+import _weakrefset
 import ctypes
 import datetime
 import math
@@ -217,9 +218,12 @@ def _ring(signum, frame):
         raise _OutOfTime
 
 
+_WEAKREF_FILES = (weakref.__file__, _weakrefset.__file__)  # finalize, WeakSet's and WeakValueDictionary's callbacks
+
+
 def _in_finalizer(frame) -> bool:
     while frame is not None:
-        if frame.f_code is weakref.finalize.__call__.__code__ or frame.f_code.co_name == "__del__":
+        if frame.f_code.co_filename in _WEAKREF_FILES or frame.f_code.co_name == "__del__":
             return True
         frame = frame.f_back
     return False
@@ -255,8 +259,9 @@ class _Line:
     top: float
     x1: float
     bottom: float
-    size: float = 0.0  # the font size most of its characters have; 0 for OCR text
+    size: float = 0.0  # the font size most of its characters have; for OCR text, Tesseract's estimate
     bold: bool = False
+    mono: bool = False  # set in a monospaced font: code, never the body's size
     region: int = 0  # a column or a full-width band: paragraphs never run across regions
     group: int = -1  # Tesseract's paragraph, for OCR text
     rows: list[list[str]] | None = None  # a table, in place of text
@@ -272,6 +277,7 @@ class _Page:
 
 
 _BOLD = re.compile(r"bold|black|heavy|semibold|demi", re.IGNORECASE)
+_MONO = re.compile(r"mono|courier|consol|menlo|typewriter|code", re.IGNORECASE)
 
 
 def _text_page(document, number: int) -> _Page:
@@ -668,6 +674,7 @@ def _line(words: list[dict]) -> _Line:
         *box,
         size=sizes.most_common(1)[0][0],
         bold=all(_BOLD.search(str(w.get("fontname") or "")) for w in words),
+        mono=all(_MONO.search(str(w.get("fontname") or "")) for w in words),
     )
 
 
@@ -693,21 +700,21 @@ class _Ocr:
                 f"page {number} is a scanned image and Tesseract has no {', '.join(missing)} language data: "
                 f"install tesseract-ocr-{missing[0]} or change CAIRN_OCR_LANGUAGES"
             )
-        image = self._render(number)
+        image, scale = self._render(number)
         pytesseract.pytesseract.tesseract_cmd = self.command
         # One thread: Tesseract's OpenMP threads spin against each other and the embedder's on a
         # small machine (a dense page took 13 s on 2 busy cores, 2.6 s single-threaded, 2026-11-26).
         # pytesseract runs it with its module's `environ`; this process's own stays as it is.
         pytesseract.pytesseract.environ = {**os.environ, "OMP_THREAD_LIMIT": "1"}
-        try:
-            found = pytesseract.image_to_data(
-                image, lang=self.languages, output_type=pytesseract.Output.DICT, timeout=OCR_PAGE_SECONDS
+        try:  # hOCR: each line's words with their confidence, and the line's text size (x_size)
+            found = pytesseract.image_to_pdf_or_hocr(
+                image, lang=self.languages, extension="hocr", timeout=OCR_PAGE_SECONDS
             )
         except RuntimeError as exc:  # pytesseract's timeout
             raise PdfError(f"OCR of page {number} took more than {OCR_PAGE_SECONDS} s") from exc
         except pytesseract.TesseractError as exc:
             raise PdfError(f"OCR of page {number} failed: {_reason(exc)}") from exc
-        return _ocr_page(number, found, image.height)
+        return _ocr_page(number, found, image.height, scale)
 
     def _render(self, number: int):
         import pypdfium2
@@ -720,44 +727,91 @@ class _Ocr:
             try:
                 width, height = page.get_size()
                 scale = min(OCR_DPI / 72, math.sqrt(OCR_MAX_PIXELS / max(width * height, 1.0)))
-                return page.render(scale=scale, grayscale=True).to_pil()
+                return page.render(scale=scale, grayscale=True).to_pil(), scale
             except pypdfium2.PdfiumError as exc:
                 raise PdfError(f"cannot render page {number} for OCR: {_reason(exc)}") from exc
             finally:
                 page.close()
 
 
-def _ocr_page(number: int, found: dict, image_height: int) -> _Page:
-    """Tesseract's words (image_to_data) as lines, each in its paragraph; the mean confidence of its
-    words (0-1; 0 when it read none)."""
-    lines: dict[tuple, list[int]] = {}
+_HOCR = "{http://www.w3.org/1999/xhtml}"
+
+
+def _ocr_page(number: int, hocr: bytes, image_height: int, scale: float) -> _Page:
+    """Tesseract's hOCR as lines, each in its paragraph, its size Tesseract's estimate of its text
+    size (x_size) in points (the page rendered at `scale` pixels a point); the page's confidence
+    is the mean of its words' (0-1; 0 when it read none)."""
+    from defusedxml import ElementTree
+
+    page = _Page(number)
     confidences = []
-    for i, text in enumerate(found["text"]):
-        confidence = float(found["conf"][i])
-        if not text.strip() or confidence < 0:
-            continue
-        confidences.append(confidence / 100)
-        if confidence < 60 and not any(c.isalnum() for c in text):
-            continue  # specks read as punctuation
-        key = (found["block_num"][i], found["par_num"][i], found["line_num"][i])
-        lines.setdefault(key, []).append(i)
-    page = _Page(number, confidence=round(statistics.fmean(confidences), 3) if confidences else 0.0)
-    groups: dict[tuple, int] = {}
-    for (block, paragraph, _), members in lines.items():
-        top = min(found["top"][i] for i in members)
-        bottom = max(found["top"][i] + found["height"][i] for i in members)
-        page.lines.append(
-            _Line(
-                " ".join(found["text"][i].strip() for i in members),
-                min(found["left"][i] for i in members),
-                top,
-                max(found["left"][i] + found["width"][i] for i in members),
-                bottom,
-                group=groups.setdefault((block, paragraph), len(groups)),
-            )
-        )
+    paragraphs = (e for e in ElementTree.fromstring(hocr).iter(f"{_HOCR}p") if e.get("class") == "ocr_par")
+    for group, paragraph in enumerate(paragraphs):
+        for line in paragraph:
+            words = []
+            for word in line.iter(f"{_HOCR}span"):
+                text, title = "".join(word.itertext()).strip(), _hocr_title(word)
+                confidence = float(title.get("x_wconf", ["-1"])[0])
+                if word.get("class") != "ocrx_word" or not text or confidence < 0:
+                    continue
+                confidences.append(confidence / 100)
+                if confidence < 60 and not any(c.isalnum() for c in text):
+                    continue  # specks read as punctuation
+                words.append((text, [float(v) for v in title["bbox"]]))
+            if not words:
+                continue
+            size = float(_hocr_title(line).get("x_size", ["0"])[0]) / scale
+            box = (min(w[1][0] for w in words), min(w[1][1] for w in words),
+                   max(w[1][2] for w in words), max(w[1][3] for w in words))  # fmt: skip
+            page.lines.append(_Line(" ".join(text for text, _ in words), *box, size=size, group=group))
+    page.confidence = round(statistics.fmean(confidences), 3) if confidences else 0.0
     _mark_bands(page.lines, 0, image_height)
     return page
+
+
+def _hocr_title(element) -> dict[str, list[str]]:
+    """An hOCR element's properties ("bbox 10 20 30 40; x_wconf 96") by name."""
+    found = {}
+    for item in (element.get("title") or "").split(";"):
+        name, *values = item.split()
+        if name:
+            found[name] = values
+    return found
+
+
+HEADING_SCALE = 1.10  # an OCR line this much larger than the body text may be a heading
+OCR_SIZE_STEP = 1.08  # OCR heading sizes within this ratio of each other are one size
+
+
+def _ocr_sizes(pages: list[_Page]) -> None:
+    """The sizes of OCR lines, made like a text layer's font sizes for _write to rank. Tesseract's
+    estimate of a line's size varies by a few percent from line to line (and a lone bracket reads
+    large), so every OCR line takes the body's size, but a short line of words that stands clearly
+    larger than the OCR body (a heading), whose sizes are grouped into a few steps. In a document
+    that also has a text layer, the OCR body is set to the text layer's body size."""
+    lines = [line for page in pages if page.confidence is not None for line in page.lines]
+    if not lines:
+        return
+    by_chars = sorted((line.size, len(line.text)) for line in lines)
+    half, seen = sum(n for _, n in by_chars) / 2, 0
+    ocr_body = next(size for size, n in by_chars if (seen := seen + n) >= half)
+    text = Counter()
+    for page in pages:
+        if page.confidence is None:
+            for line in page.lines:
+                if line.size:
+                    text[line.size] += len(line.text)
+    body = text.most_common(1)[0][0] if text else round(ocr_body * 2) / 2
+    steps: list[float] = []  # the ratios to the OCR body that heading sizes are grouped at
+    for line in sorted(lines, key=lambda line: -line.size):
+        ratio = line.size / ocr_body if ocr_body else 0.0
+        words = line.text.split()
+        if ratio < HEADING_SCALE or len(words) > 12 or sum(c.isalpha() for c in line.text) < 3:
+            line.size = body
+            continue
+        if not steps or steps[-1] / ratio > OCR_SIZE_STEP:
+            steps.append(ratio)
+        line.size = round(body * steps[-1] * 2) / 2
 
 
 def tesseract_path(command: str) -> str | None:
@@ -838,12 +892,15 @@ def _write(pages: list[_Page]) -> tuple[str, str]:
     repeated = _furniture(pages)
     for page in pages:
         page.lines = [line for line in page.lines if not _is_furniture(line, repeated, page.number, len(pages))]
+    _ocr_sizes(pages)
     for before, page in zip(pages, pages[1:], strict=False):
         _continue_table(before, page)
-    weights: Counter = Counter()  # characters by size, margins aside (a header's small print is no body)
+    # Characters by size, margins aside (a header's small print is no body) and code aside (a page
+    # of listings would make its code font the body, and every line of prose a heading).
+    weights: Counter = Counter()
     for page in pages:
         for line in page.lines:
-            if line.size and not line.band:
+            if line.size and not line.band and not line.mono:
                 weights[line.size] += len(line.text)
     if not weights:
         for page in pages:
@@ -851,7 +908,10 @@ def _write(pages: list[_Page]) -> tuple[str, str]:
                 if line.size:
                     weights[line.size] += len(line.text)
     body = weights.most_common(1)[0][0] if weights else 0.0
-    larger = sorted((s for s in weights if s >= body + max(0.5, 0.08 * body)), reverse=True)
+    # Heading sizes from every line the furniture rules kept: a title at the very top of a page
+    # (a scan's, whose print stamp went as furniture) sits in the margin band.
+    sizes = {line.size for page in pages for line in page.lines if line.size}
+    larger = sorted((s for s in sizes if s >= body + max(0.5, 0.08 * body)), reverse=True)
     levels = {size: min(rank, 3) for rank, size in enumerate(larger, start=1)}
     bold_level = min(len(levels), 3) + 1
     out, first_heading = [], ""
@@ -950,9 +1010,10 @@ class _Blocks:
     def _level(self, line: _Line, before: _Line | None, after: _Line | None) -> int:
         if not line.size or not re.search(r"[^\W\d_]", line.text):
             return 0
-        if level := self.levels.get(line.size):
-            return level
-        short = len(line.text) <= 80 and len(line.text.split()) <= 10 and line.text[-1:] not in ".,;:!?"
+        words = len(line.text.split())
+        if (level := self.levels.get(line.size)) and words <= 16 and line.text[-1:] not in ".,;":
+            return level  # a long line, or one that ends a sentence, is prose in a larger font
+        short = len(line.text) <= 80 and words <= 10 and line.text[-1:] not in ".,;:!?"
         alone = not (before and before.bold and before.region == line.region) and not (
             after and after.bold and after.region == line.region and after.size == line.size
         )

@@ -88,6 +88,7 @@ class Text:
     text: str
     size: float = 11
     bold: bool = False
+    mono: bool = False  # Courier: a listing
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,15 @@ class Rule:
 def write_pdf_pages(
     path: Path, pages: list[list[Text | Rule]], *, info: dict[str, str] | None = None, size=(612, 792)
 ) -> Path:
-    """Write a PDF of several pages, each drawn from Text runs (Helvetica, Helvetica-Bold) and Rules.
+    """Write a PDF of several pages, each drawn from Text runs (Helvetica, Helvetica-Bold, Courier)
+    and Rules.
     `info` is the document information dictionary ({"Title": ..., "Author": ..., "CreationDate":
     "D:20261126093000Z"})."""
     width, height = size
     page_count = len(pages)
-    # 1 catalog, 2 page tree, 3 Helvetica, 4 Helvetica-Bold, 5 info, then a page and its content each.
+    # 1 catalog, 2 page tree, 3 Helvetica, 4 Helvetica-Bold, 5 info, then a page and its content
+    # each, then Courier.
+    courier = 6 + 2 * page_count
     kids = " ".join(f"{6 + 2 * i} 0 R" for i in range(page_count))
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -121,7 +125,7 @@ def write_pdf_pages(
         ops = []
         for item in items:
             if isinstance(item, Text):
-                font = "/F2" if item.bold else "/F1"
+                font = "/F3" if item.mono else "/F2" if item.bold else "/F1"
                 ops.append(
                     f"BT {font} {item.size:g} Tf {item.x:g} {height - item.top - item.size:g} Td "
                     f"({_pdf_escape(item.text)}) Tj ET"
@@ -131,9 +135,10 @@ def write_pdf_pages(
         stream = "\n".join(ops).encode("latin-1")
         objects.append(
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] /Contents {7 + 2 * number} 0 R "
-            "/Resources << /Font << /F1 3 0 R /F2 4 0 R >> >> >>".encode()
+            f"/Resources << /Font << /F1 3 0 R /F2 4 0 R /F3 {courier} 0 R >> >> >>".encode()
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Courier /Encoding /WinAnsiEncoding >>")
     path.write_bytes(pdf_file(objects, info_number=5))
     return path
 

@@ -88,6 +88,31 @@ RIGHT = ["The right column tells of the harbour that", "grew at the river mouth 
          "were built, and of the ships that came in", "from the sea to trade in wool and salt."]  # fmt: skip
 
 
+def test_a_title_at_the_top_of_the_page_heads_it_and_prose_beside_code_is_no_heading(tmp_path):
+    listing = [f"backup --volume {n} --target /srv/archive/{n} --keep 30" for n in range(12)]
+    page = [
+        Text(72, 24, "Tidewater backups", 20),  # in the top margin band
+        *para(
+            72,
+            80,
+            [
+                "Tidewater copies each volume every night to the archive server, and keeps",
+                "thirty copies of each before the oldest is removed.",
+            ],
+        ),
+        *[Text(72, 120 + 11 * i, line, 9, mono=True) for i, line in enumerate(listing)],  # most of the page's text
+        Text(72, 270, "Restores", 15),
+        *para(72, 300, ["A restore takes the latest copy unless a date is given."]),
+    ]
+    found = blocks(read(write_pdf_pages(tmp_path / "backups.pdf", [page])))
+    assert found[:2] == [
+        "# Tidewater backups",
+        "Tidewater copies each volume every night to the archive server, and keeps thirty copies of each before "
+        "the oldest is removed.",
+    ]
+    assert found[-2:] == ["## Restores", "A restore takes the latest copy unless a date is given."]
+
+
 def test_a_two_column_page_is_read_column_by_column(tmp_path):
     page = [
         Text(72, 72, "Rivers and harbours", 18),
@@ -200,51 +225,51 @@ def test_hyphenated_words_are_joined_but_real_hyphens_before_capitals_and_digits
     ]
 
 
-def test_a_bullet_from_words_symbol_font_starts_a_list_item(tmp_path):
-    """Word writes a bullet in its Symbol font as the private-use U+F0B7 (the font's ToUnicode map
-    says so); read as unprintable, the list became one paragraph."""
-    cmap = (
-        b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /Adobe-Identity-UCS def "
-        b"/CMapType 2 def 1 begincodespacerange <00> <FF> endcodespacerange 1 beginbfchar <B7> <F0B7> "
-        b"endbfchar endcmap CMapName currentdict /CMap defineresource pop end end"
-    )
-    items = [b"Restores take an hour.", b"Backups run at night.", b"Keys are kept at the front desk."]
-    content = b"".join(b"BT /F2 11 Tf 72 %d Td (\267) Tj ET BT /F1 11 Tf 90 %d Td (%s) Tj ET " % (700 - 20 * i, 700 - 20 * i, item)
-                       for i, item in enumerate(items))  # fmt: skip
+def one_page_pdf(content: bytes, fonts: list[tuple[str, dict[bytes, bytes]]], *, compress=False) -> bytes:
+    """A letter page drawing `content` in `fonts`, /F1, /F2... by base font name, each with the
+    ToUnicode map it is given ({b"B7": b"F0B7"}: a character code to its UTF-16, in hex), if any."""
+    stream = zlib.compress(content, 9) if compress else content
+    names = " ".join(f"/F{i} {4 + i} 0 R" for i in range(1, len(fonts) + 1)).encode()
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R /F2 6 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Symbol /ToUnicode 7 0 R >>",
-        b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream",
-    ]
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << %s >> >> >>"
+        % names,
+        b"<< /Length %d%s >>\nstream\n" % (len(stream), b" /Filter /FlateDecode" if compress else b"")
+        + stream + b"\nendstream",
+    ]  # fmt: skip
+    maps = []
+    for base, codes in fonts:
+        to_unicode = b" /ToUnicode %d 0 R" % (5 + len(fonts) + len(maps)) if codes else b""
+        objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /%s%s >>" % (base.encode(), to_unicode))
+        if codes:
+            pairs = b" ".join(b"<%s> <%s>" % pair for pair in codes.items())
+            maps.append(
+                b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /Adobe-Identity-UCS def "
+                b"/CMapType 2 def 1 begincodespacerange <00> <FF> endcodespacerange %d beginbfchar %s endbfchar "
+                b"endcmap CMapName currentdict /CMap defineresource pop end end" % (len(codes), pairs)
+            )
+    objects += [b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream" for cmap in maps]
+    return pdf_file(objects)
+
+
+def test_a_bullet_from_words_symbol_font_starts_a_list_item(tmp_path):
+    """Word writes a bullet in its Symbol font as the private-use U+F0B7 (the font's ToUnicode map
+    says so); read as unprintable, the list became one paragraph."""
+    items = [b"Restores take an hour.", b"Backups run at night.", b"Keys are kept at the front desk."]
+    content = b"".join(b"BT /F2 11 Tf 72 %d Td (\267) Tj ET BT /F1 11 Tf 90 %d Td (%s) Tj ET " % (700 - 20 * i, 700 - 20 * i, item)
+                       for i, item in enumerate(items))  # fmt: skip
     path = tmp_path / "bullets.pdf"
-    path.write_bytes(pdf_file(objects))
+    path.write_bytes(one_page_pdf(content, [("Helvetica", {}), ("Symbol", {b"B7": b"F0B7"})]))
     assert blocks(read(path)) == [f"- {item.decode()}" for item in items]
 
 
 def test_a_ligature_keeps_every_letter(tmp_path):
     """PDFium splits a ligature glyph into its letters, each with the glyph's box: two characters
     in one place, neither of them a copy to drop."""
-    cmap = (
-        b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /Adobe-Identity-UCS def "
-        b"/CMapType 2 def 1 begincodespacerange <00> <FF> endcodespacerange 1 beginbfchar <B7> <00660066> "
-        b"endbfchar endcmap CMapName currentdict /CMap defineresource pop end end"
-    )
     content = b"BT /F1 11 Tf 72 700 Td (Backups run e\267ectively at night.) Tj ET"
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
-        b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream",
-    ]
     path = tmp_path / "ligature.pdf"
-    path.write_bytes(pdf_file(objects))
+    path.write_bytes(one_page_pdf(content, [("Helvetica", {b"B7": b"00660066"})]))
     assert blocks(read(path)) == ["Backups run effectively at night."]
 
 
@@ -330,6 +355,23 @@ def test_a_scanned_page_is_read_by_tesseract_and_its_chunks_carry_the_confidence
     chunk = next(c for c in chunks if "door code 4471" in c.text)
     assert chunk.location["page"] == 1 and 0.8 < chunk.location["ocr"] <= 1
     assert locations.label(chunk.location) == "page 1"
+
+
+def test_the_larger_lines_of_a_scan_are_its_headings(tmp_path):
+    image = Image.new("L", (2550, 3300), 255)
+    draw = ImageDraw.Draw(image)
+    top = 300
+    for text, size in [("Archive room", 72), *[(line, 42) for line in ARCHIVE], ("Visiting hours", 58),
+                       ("Visitors may enter between nine and four.", 42)]:  # fmt: skip
+        top += size if size > 42 else 0  # space above a heading
+        draw.text((300, top), text, fill=0, font=ImageFont.load_default(size=size))
+        top += int(size * 1.6)
+    assert blocks(read(scanned_pdf(tmp_path / "scan.pdf", image))) == [
+        "# Archive room",
+        " ".join(ARCHIVE),
+        "## Visiting hours",
+        "Visitors may enter between nine and four.",
+    ]
 
 
 def test_a_poorly_scanned_page_is_flagged_for_curators(tmp_path, settings):
@@ -432,16 +474,9 @@ def test_more_pages_than_the_limit_are_refused_naming_the_file(tmp_path, setting
 
 def heavy_pdf(path):
     """One small page whose compressed content draws 400,000 glyphs: seconds of parsing."""
-    stream = zlib.compress(b"BT /F1 1 Tf " + b"(x) Tj 0.01 0 Td " * 400_000 + b"ET", 9)
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    path.write_bytes(pdf_file(objects))
+    path.write_bytes(
+        one_page_pdf(b"BT /F1 1 Tf " + b"(x) Tj 0.01 0 Td " * 400_000 + b"ET", [("Helvetica", {})], compress=True)
+    )
     return path
 
 
