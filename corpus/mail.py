@@ -79,17 +79,16 @@ def attachments(data: bytes) -> list[tuple[str, bytes]]:
     left out."""
     found = []
     for part in _parse(data).iter_attachments():
-        if part.get_content_type() == "message/rfc822":
-            inner = part.get_payload()[0] if part.is_multipart() else None
-            if inner is not None:
-                subject = " ".join(str(inner.get("subject") or "forwarded message").split())[:150]
-                found.append((f"{subject}.eml", inner.as_bytes(policy=policy.default)))
-            continue
-        name = " ".join(str(part.get_filename() or "").split())[:200]
         try:
-            payload = part.get_payload(decode=True)
+            if part.get_content_type() == "message/rfc822":
+                inner = part.get_payload()[0] if part.is_multipart() else None
+                if inner is not None:
+                    subject = " ".join(str(inner.get("subject") or "forwarded message").split())[:150]
+                    found.append((f"{subject}.eml", inner.as_bytes(policy=policy.default)))
+                continue
+            name, payload = " ".join(str(part.get_filename() or "").split())[:200], part.get_payload(decode=True)
         except Exception:  # noqa: BLE001 - a malformed part is left out, the message is still read
-            payload = None
+            continue
         if name and payload:
             found.append((name, payload))
     return found
