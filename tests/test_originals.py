@@ -301,7 +301,7 @@ def test_a_citation_opens_the_pdf_at_its_page_and_a_slide_or_rows_in_cairns_view
     sheet with the cited row marked and scrolled to."""
     from playwright.sync_api import sync_playwright
 
-    from tests.test_serving import CHROMIUM, chromium, served
+    from tests.test_serving import CHROMIUM, chromium, served, sign_in
 
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
@@ -311,11 +311,7 @@ def test_a_citation_opens_the_pdf_at_its_page_and_a_slide_or_rows_in_cairns_view
             browser = chromium(playwright)
             page = browser.new_page()
             page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{base}/")
-            page.fill("#id_username", "erin")
-            page.fill("#id_password", "pebble-larch-quarry-71")
-            page.click("button[type=submit]")
-            page.wait_for_url(f"{base}/")
+            sign_in(page, base, "erin", "pebble-larch-quarry-71")
 
             def ask(question: str, place: str):
                 """Ask in quick mode; the cited card's link to the original at `place`."""

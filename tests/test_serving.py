@@ -343,6 +343,15 @@ new MutationObserver(() => {
 """
 
 
+def sign_in(page, base: str, username: str, password: str) -> None:
+    """Sign in on Cairn's own page, wherever the browser stands (signed out)."""
+    page.goto(f"{base}/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/")
+
+
 def chromium(playwright):
     """Debian's Chromium, headless, kept off the network this machine cannot reach (its background
     services would otherwise try, and fail, at every start)."""
@@ -492,10 +501,7 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
             for question in ("how soon must travel receipts be submitted", "when are taxis refunded"):
                 assert fast_answer(base, cora, question)["found"]
             manage("validate_pending")
-            page.fill("#id_username", "cora")
-            page.fill("#id_password", "gravel-fern-beacon-38")
-            page.click("button[type=submit]")
-            page.wait_for_url(f"{base}/")
+            sign_in(page, base, "cora", "gravel-fern-beacon-38")
             page.set_viewport_size({"width": 1440, "height": 900})
             page.goto(f"{base}/admin/corpus/writeback/")
             page.click("#toggle-nav-sidebar")  # the queue's columns, not the admin's menu
@@ -531,11 +537,7 @@ def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(se
         page = browser.new_page()
         page.add_init_script(WATCH)
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{base}/")
-        page.fill("#id_username", "fern")
-        page.fill("#id_password", "moss-cedar-harbour-52")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base}/")
+        sign_in(page, base, "fern", "moss-cedar-harbour-52")
         for question in ("when does the cafeteria open", "where do visitors park"):
             page.fill("#question", question)
             page.select_option("#mode", "standard")
