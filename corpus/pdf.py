@@ -795,13 +795,8 @@ def _ocr_sizes(pages: list[_Page]) -> None:
     by_chars = sorted((line.size, len(line.text)) for line in lines)
     half, seen = sum(n for _, n in by_chars) / 2, 0
     ocr_body = next(size for size, n in by_chars if (seen := seen + n) >= half)
-    text = Counter()
-    for page in pages:
-        if page.confidence is None:
-            for line in page.lines:
-                if line.size:
-                    text[line.size] += len(line.text)
-    body = text.most_common(1)[0][0] if text else round(ocr_body * 2) / 2
+    text_layer = [line for page in pages if page.confidence is None for line in page.lines]
+    body = _body_size(text_layer) or round(ocr_body * 2) / 2
     steps: list[float] = []  # the ratios to the OCR body that heading sizes are grouped at
     for line in sorted(lines, key=lambda line: -line.size):
         ratio = line.size / ocr_body if ocr_body else 0.0
@@ -895,19 +890,7 @@ def _write(pages: list[_Page]) -> tuple[str, str]:
     _ocr_sizes(pages)
     for before, page in zip(pages, pages[1:], strict=False):
         _continue_table(before, page)
-    # Characters by size, margins aside (a header's small print is no body) and code aside (a page
-    # of listings would make its code font the body, and every line of prose a heading).
-    weights: Counter = Counter()
-    for page in pages:
-        for line in page.lines:
-            if line.size and not line.band and not line.mono:
-                weights[line.size] += len(line.text)
-    if not weights:
-        for page in pages:
-            for line in page.lines:
-                if line.size:
-                    weights[line.size] += len(line.text)
-    body = weights.most_common(1)[0][0] if weights else 0.0
+    body = _body_size([line for page in pages for line in page.lines])
     # Heading sizes from every line the furniture rules kept: a title at the very top of a page
     # (a scan's, whose print stamp went as furniture) sits in the margin band.
     sizes = {line.size for page in pages for line in page.lines if line.size}
@@ -924,6 +907,21 @@ def _write(pages: list[_Page]) -> tuple[str, str]:
             first_heading = next((b[2:] for b in blocks if b.startswith("# ")), "")
         out.append("\n\n".join([locations.marker(location), *blocks]))
     return "\n\n".join(out), first_heading
+
+
+def _body_size(lines: list[_Line]) -> float:
+    """The size most characters have, margins aside (a header's small print is no body) and code
+    aside (a page of listings would make its code font the body, and every line of prose a
+    heading); 0 when no line has a size."""
+    weights: Counter = Counter()
+    for line in lines:
+        if line.size and not line.band and not line.mono:
+            weights[line.size] += len(line.text)
+    if not weights:
+        for line in lines:
+            if line.size:
+                weights[line.size] += len(line.text)
+    return weights.most_common(1)[0][0] if weights else 0.0
 
 
 def _continue_table(before: _Page, page: _Page) -> None:
