@@ -71,15 +71,15 @@ def measure(path: Path, read_pdf, without_markers) -> dict:
         return {"file": str(path), "refused": str(exc)[:200]}
     seconds = time.perf_counter() - started
     ours, theirs = words(text), words(pdftotext(path))
-    shared = sum((ours & theirs).values())
+    shared, count = sum((ours & theirs).values()), pages(path)
     return {
         "file": str(path),
-        "pages": pages(path),
+        "pages": count,
         "words": sum(ours.values()),
         "pdftotext_words": sum(theirs.values()),
         "recall": round(shared / max(sum(theirs.values()), 1), 4),
         "extra": round(1 - shared / max(sum(ours.values()), 1), 4),
-        "seconds_per_page": round(seconds / max(pages(path), 1), 4),
+        "seconds_per_page": round(seconds / max(count, 1), 4),
     }
 
 
