@@ -6,7 +6,7 @@ a fresh collection of `cairn_bench`: the first sync, a second with nothing chang
 rewritten, share of conditional requests), one page changed, one deleted, the server stopped.
 Then a folder of 1,000 small files synced twice (the second unchanged), and the queued path's
 throughput with one and with two django-q2 worker processes. Requests are not spaced
-(CAIRN_SOURCES_CRAWL_DELAY=0: loopback).
+(CAIRN_SOURCES_CRAWL_DELAY=0: loopback), and loopback is allowed (CAIRN_SOURCES_ALLOW_NETWORKS).
 
     .venv/bin/python benchmarks/sources_sync.py [--skip-throughput] [--plot]   # apt-get install -y sqlite3-doc first
 """
@@ -279,6 +279,7 @@ def main() -> None:
     if not DOCS.is_dir():
         sys.exit(f"{DOCS} is missing: apt-get install -y sqlite3-doc")
     os.environ["CAIRN_SOURCES_CRAWL_DELAY"] = "0"
+    os.environ["CAIRN_SOURCES_ALLOW_NETWORKS"] = "127.0.0.0/8"
     django_setup()
     result: dict = {"measured_on": "2026-11-26"}
     with tempfile.TemporaryDirectory() as tmp:

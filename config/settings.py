@@ -290,6 +290,14 @@ CAIRN_OCR_LANGUAGES_SET = bool(os.environ.get("CAIRN_OCR_LANGUAGES", "").strip()
 CAIRN_OCR_LOW_CONFIDENCE = env_float("CAIRN_OCR_LOW_CONFIDENCE", 0.6, minimum=0.0, maximum=1.0)
 CAIRN_PDF_MAX_PAGES = env_int("CAIRN_PDF_MAX_PAGES", 2000, minimum=1)
 CAIRN_PDF_SECONDS = env_float("CAIRN_PDF_SECONDS", 300.0, minimum=0.1)
+# OCR counts in CAIRN_PDF_SECONDS; a PDF with more scanned pages than this is refused before any is read.
+CAIRN_OCR_MAX_PAGES = env_int("CAIRN_OCR_MAX_PAGES", 500, minimum=1)
+# The address space LibreOffice may take converting a .doc, .xls or .ppt (corpus/legacy.py).
+CAIRN_LIBREOFFICE_MEMORY_BYTES = env_int("CAIRN_LIBREOFFICE_MEMORY_BYTES", 2 * 1024**3, minimum=256 * 1024**2)
+# An e-mail (corpus/mail.py): the documents attached to it read at most, and the seconds the message
+# and all of them may take together; the others are named unread.
+CAIRN_EMAIL_MAX_ATTACHMENTS = env_int("CAIRN_EMAIL_MAX_ATTACHMENTS", 20, minimum=0)
+CAIRN_EMAIL_SECONDS = env_float("CAIRN_EMAIL_SECONDS", 300.0, minimum=0.1)
 CAIRN_RETRIEVAL_CANDIDATES = env_int("CAIRN_RETRIEVAL_CANDIDATES", 50, minimum=1)
 CAIRN_RRF_K = env_int("CAIRN_RRF_K", 60, minimum=1)
 
@@ -402,11 +410,24 @@ CAIRN_SOURCES_MAX_PAGES = env_int("CAIRN_SOURCES_MAX_PAGES", 10000, minimum=1)
 CAIRN_SOURCES_TIMEOUT = env_float("CAIRN_SOURCES_TIMEOUT", 30.0, minimum=0.1)
 CAIRN_SOURCES_STALE_SECONDS = env_int("CAIRN_SOURCES_STALE_SECONDS", 3600, minimum=60)
 # What a source may point at when a curator sets it (API, admin): folders and local git repositories
-# under these roots (none: such sources are the operators' alone, `manage.py sources add`), secrets
-# in environment variables named CAIRN_SOURCE_* or files in the secrets folder. Operators, who hold
-# the host's shell anyway, are not limited.
+# under these roots (none: such sources are the operators' alone, `manage.py sources add`).
+# Operators, who hold the host's shell anyway, are not limited.
 CAIRN_SOURCES_FOLDER_ROOTS = [Path(p).resolve() for p in env_list("CAIRN_SOURCES_FOLDER_ROOTS", [])]
-CAIRN_SOURCES_SECRETS_DIR = Path(env_str("CAIRN_SOURCES_SECRETS_DIR", "/run/secrets")).resolve()
+# Secrets are granted by an operator to a collection for one host (manage.py sources grant-secret):
+# a curator names only a granted one, and it is sent only to that host.
+# Outbound fetches (sources/outbound.py): loopback, link-local, private, multicast and unspecified
+# addresses are refused unless they lie in one of these networks (an intranet: "10.20.0.0/16").
+CAIRN_SOURCES_ALLOW_NETWORKS = []
+for _network in env_list("CAIRN_SOURCES_ALLOW_NETWORKS", []):
+    try:
+        CAIRN_SOURCES_ALLOW_NETWORKS.append(ipaddress.ip_network(_network, strict=False))
+    except ValueError:
+        raise ImproperlyConfigured(f"CAIRN_SOURCES_ALLOW_NETWORKS: {_network!r} is not a network") from None
+# Most bytes one response or file may bring (read streamed, stopped there); most seconds one
+# request may take in all, however slowly its body drips; most bytes a git source's cache may hold.
+CAIRN_SOURCES_MAX_BYTES = env_int("CAIRN_SOURCES_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
+CAIRN_SOURCES_REQUEST_SECONDS = env_float("CAIRN_SOURCES_REQUEST_SECONDS", 120.0, minimum=0.1)
+CAIRN_SOURCES_GIT_MAX_BYTES = env_int("CAIRN_SOURCES_GIT_MAX_BYTES", 2 * 1024**3, minimum=1024 * 1024)
 
 # Django refuses bodies above this before DRF parses them; the documents API turns it into a 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = CAIRN_MAX_UPLOAD_BYTES + 64 * 1024

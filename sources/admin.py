@@ -2,13 +2,15 @@
 curate (corpus.admin.CuratedAdmin), each change through the services, so audited and scheduled;
 every sync is shown on its source."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from config.exceptions import CairnError
 from corpus.admin import CuratedAdmin, ReadOnlyAdmin
-from sources.models import Source, SourceItem, SyncRun
+from sources.models import SecretGrant, Source, SourceItem, SyncRun
+from sources.selectors import secrets_granted_for
 from sources.services import EDITABLE, source_check, source_create, source_delete, source_sync_enqueue, source_update
 
 
@@ -47,12 +49,29 @@ class SourceAdmin(CuratedAdmin):
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
         kind = obj.kind if obj is not None else None
+        collection = obj.collection if obj is not None else None
+
+        grants = secrets_granted_for(user=request.user)
+        if obj is not None:
+            grants = grants.filter(collection=obj.collection)
+        hosts: dict[str, list[str]] = {}
+        for grant in grants:
+            hosts.setdefault(grant.name, []).append(f"{grant.host} in {grant.collection.slug}")
+        choices = [("", "none")] + [(name, f"{name} (for {'; '.join(where)})") for name, where in sorted(hosts.items())]
+        if obj is not None and obj.credentials and obj.credentials not in hosts:
+            choices.append((obj.credentials, f"{obj.credentials} (not granted: choose another)"))
 
         class CheckedForm(form):
+            # Only the secrets an operator granted are offered (manage.py sources grant-secret).
+            credentials = forms.ChoiceField(
+                choices=choices, required=False, help_text=Source._meta.get_field("credentials").help_text
+            )
+
             def clean(self):  # the service's own checks, each error on its field
                 data = super().clean()
                 fields = {k: data.get(k) for k in ["kind", *EDITABLE]} | ({"kind": kind} if kind else {})
                 fields = {k: ("" if v is None and k not in ("owner",) else v) for k, v in fields.items()}
+                fields["collection"] = collection or data.get("collection")
                 try:
                     source_check(fields=fields, operator=False)
                 except CairnError as exc:
@@ -83,6 +102,17 @@ class SourceAdmin(CuratedAdmin):
             for source in queryset.filter(enabled=True):
                 source_sync_enqueue(source=source, actor=request.user)
         self.message_user(request, f"Queued {queryset.filter(enabled=True).count()} sync(s).", level=messages.INFO)
+
+
+@admin.register(SecretGrant)
+class SecretGrantAdmin(ReadOnlyAdmin, CuratedAdmin):
+    """What curators may see of the secrets granted to their collections; operators grant and
+    revoke them on the command line (manage.py sources grant-secret / revoke-secret), audited."""
+
+    list_display = ["name", "collection", "host", "granted_by", "created_at"]
+    list_filter = ["collection"]
+    list_select_related = ["collection", "granted_by"]
+    search_fields = ["name", "host"]
 
 
 @admin.register(SyncRun)

@@ -14,7 +14,7 @@ from corpus.api import StrictCharField, StrictSlugField
 from corpus.permissions import IsCurator
 from corpus.selectors import collections_curated_by
 from sources.models import Source, SyncRun
-from sources.selectors import runs_of, sources_curated_by
+from sources.selectors import runs_of, secrets_granted_for, sources_curated_by
 from sources.services import source_create, source_sync_enqueue, source_update
 
 
@@ -38,7 +38,9 @@ class SourceOutputSerializer(serializers.Serializer):
     location = serializers.CharField()
     collection = serializers.CharField(source="collection.slug")
     branch = serializers.CharField()
-    credentials = serializers.CharField(help_text="The name of what holds the secret, never the secret.")
+    credentials = serializers.CharField(
+        help_text="The name of what holds the secret, never the secret: one granted to the collection (GET source-secrets)."
+    )
     schedule = serializers.CharField()
     include = serializers.ListField(child=serializers.CharField())
     exclude = serializers.ListField(child=serializers.CharField())
@@ -50,6 +52,12 @@ class SourceOutputSerializer(serializers.Serializer):
 
 class SourceDetailOutputSerializer(SourceOutputSerializer):
     runs = RunOutputSerializer(many=True, source="recent_runs", help_text="The latest syncs, newest first.")
+
+
+class SecretGrantOutputSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="What a source's credentials may name.")
+    collection = serializers.CharField(source="collection.slug")
+    host = serializers.CharField(help_text="The only host the secret is sent to.")
 
 
 class SyncQueuedSerializer(serializers.Serializer):
@@ -139,3 +147,14 @@ class SourceSyncApi(APIView):
         with transaction.atomic():
             source_sync_enqueue(source=source, actor=request.user)
         return Response({"source": source.name, "status": "queued"}, status=status.HTTP_202_ACCEPTED)
+
+
+class SecretGrantListApi(APIView):
+    """Curators: the secrets an operator granted to the collections they curate, each for one host:
+    the only names a source's credentials may take (manage.py sources grant-secret)."""
+
+    permission_classes = [IsCurator]
+
+    @extend_schema(responses=SecretGrantOutputSerializer(many=True))
+    def get(self, request):
+        return Response(SecretGrantOutputSerializer(secrets_granted_for(user=request.user), many=True).data)

@@ -140,6 +140,9 @@ class SourceItem(models.Model):
     listed_state = models.JSONField(
         default=dict, blank=True, help_text="Validators and state the queuing run listed: kept once ingested."
     )
+    tries = models.PositiveSmallIntegerField(
+        default=0, help_text="Times the queuing run's task began it; above one, a try never finished."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -148,3 +151,27 @@ class SourceItem(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class SecretGrant(models.Model):
+    """An operator's leave for one collection's sources to use a secret, and only toward one host.
+    The secret itself stays where it is (an environment variable or a file); this names it."""
+
+    name = models.CharField(
+        max_length=500, help_text="The environment variable's name or the secret file's absolute path."
+    )
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="secret_grants")
+    host = models.CharField(max_length=253, help_text="The only host it is sent to (a name or an address).")
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["collection__slug", "name", "host"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "collection", "host"], name="secret_grant_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} for {self.host} ({self.collection.slug})"

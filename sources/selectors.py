@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from corpus.selectors import User, collections_curated_by
-from sources.models import Source, SyncRun
+from sources.models import SecretGrant, Source, SyncRun
 
 
 def sources_curated_by(*, user: User) -> QuerySet[Source]:
@@ -15,3 +15,8 @@ def sources_curated_by(*, user: User) -> QuerySet[Source]:
 
 def runs_of(*, source: Source, limit: int = 10) -> list[SyncRun]:
     return list(source.runs.order_by("-started_at", "-id")[:limit])
+
+
+def secrets_granted_for(*, user: User) -> QuerySet[SecretGrant]:
+    """The secrets an operator granted to the collections `user` curates: all a source of theirs may name."""
+    return SecretGrant.objects.filter(collection__in=collections_curated_by(user=user)).select_related("collection")

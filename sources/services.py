@@ -35,9 +35,10 @@ from corpus.models import Collection, Document
 from corpus.originals import originals_for
 from corpus.services import documents_ingest
 from sources.connectors import connector_for
-from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing
+from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, host_of
 from sources.connectors.confluence import space_of
-from sources.models import Source, SourceItem, SyncRun
+from sources.connectors.git import cache_of, cache_remove, local_path, repository_check
+from sources.models import SecretGrant, Source, SourceItem, SyncRun
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,6 @@ SYNC_TASK = "sources.tasks.source_sync"
 ITEM_TASK = "sources.tasks.source_item_sync"
 EDITABLE = ("location", "branch", "credentials", "schedule", "include", "exclude", "enabled", "owner")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_CURATOR_ENV_NAME = re.compile(r"^CAIRN_SOURCE_[A-Z0-9_]+$")
 _BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
 _SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:")
 MAX_PATTERNS = 100
@@ -57,8 +57,9 @@ MAX_PATTERNS = 100
 def source_check(*, fields: dict, operator: bool) -> None:
     """Raise CairnError naming the field when `fields` (a source's, whole) are not a source Cairn can
     read. A curator's (`operator` False) may reach only folders under CAIRN_SOURCES_FOLDER_ROOTS and
-    secrets named CAIRN_SOURCE_* or kept in CAIRN_SOURCES_SECRETS_DIR: otherwise a source could
-    read the server's own files, or send its secrets to a server of the curator's choosing."""
+    name only the secrets an operator granted to the source's collection (`collection`): otherwise
+    a source could read the server's own files, or send its secrets to a server of the curator's
+    choosing. Where a secret may go is checked again at every request (connectors.base.source_secret)."""
     kind, location = fields["kind"], fields["location"].strip()
     if kind not in Source.Kind.values:
         raise CairnError("kind", f"{kind!r} is not one of {', '.join(Source.Kind.values)}")
@@ -88,17 +89,22 @@ def source_check(*, fields: dict, operator: bool) -> None:
             raise CairnError(field, f"must be a list of at most {MAX_PATTERNS} glob patterns")
         if any(not isinstance(p, str) or not p.strip() or len(p) > 200 for p in patterns):
             raise CairnError(field, "each pattern must be a non-blank string of at most 200 characters")
-    _credentials_check(fields.get("credentials") or "", operator=operator)
+    _credentials_check(fields.get("credentials") or "", collection=fields.get("collection"), operator=operator,
+                       host=host_of(location))  # fmt: skip
 
 
 def _local_path_check(location: str, *, operator: bool, what: str) -> None:
     path = Path(location)
     if not path.is_absolute():
         raise CairnError("location", f"a {what} must be an absolute path")
+    # Every sync reads this very path and follows no symlink on its way (sources/connectors/folder.py,
+    # git.py): one lying under a root when saved still does, whatever is swapped in later.
+    if (resolved := path.resolve()) != path:
+        raise CairnError("location", f"a {what} is given by its real path, without symlinks: {resolved}")
     if operator:
         return
-    resolved, roots = path.resolve(), settings.CAIRN_SOURCES_FOLDER_ROOTS
-    if not any(resolved == root or root in resolved.parents for root in roots):
+    roots = settings.CAIRN_SOURCES_FOLDER_ROOTS
+    if not any(path == root or root in path.parents for root in roots):
         where = ", ".join(map(str, roots)) if roots else "none are set: only operators add them (manage.py sources add)"
         raise CairnError("location", f"a {what} must lie under CAIRN_SOURCES_FOLDER_ROOTS ({where})")
 
@@ -107,14 +113,23 @@ def _git_location_check(location: str, *, operator: bool) -> None:
     if location.startswith("-"):
         raise CairnError("location", "must be a repository URL or path")
     scheme = location.split("://", 1)[0] if "://" in location else ""
-    if scheme == "file":
-        _local_path_check(location.removeprefix("file://"), operator=operator, what="local repository")
-    elif scheme in ("http", "https", "ssh", "git"):
+    if scheme in ("http", "https"):
         return
-    elif scheme or not (location.startswith("/") or _SCP_LIKE.match(location)):
+    if scheme in ("ssh", "git") or not scheme and _SCP_LIKE.match(location):
+        if not operator:  # the server's own keys and network: git cannot be held to the address checked there
+            raise CairnError(
+                "location",
+                "a curator adds an http(s) repository, or a local one under CAIRN_SOURCES_FOLDER_ROOTS: ssh and "
+                "git:// repositories are added by operators (manage.py sources add)",
+            )
+        return
+    if scheme not in ("", "file") or (path := local_path(location)) is None:
         raise CairnError("location", "must be an http(s), ssh or git URL, user@host:path, or an absolute path")
-    elif location.startswith("/"):
-        _local_path_check(location, operator=operator, what="local repository")
+    _local_path_check(str(path), operator=operator, what="local repository")
+    try:
+        repository_check(path)  # as before every fetch
+    except ConnectorError as exc:
+        raise CairnError("location", str(exc)) from None
 
 
 def _schedule_check(schedule: str) -> None:
@@ -126,36 +141,84 @@ def _schedule_check(schedule: str) -> None:
         raise CairnError("schedule", f"{schedule!r} is neither minutes (1-32767) nor a cron line like '0 6 * * 1-5'")
 
 
-def _credentials_check(reference: str, *, operator: bool) -> None:
+def _credentials_check(reference: str, *, collection: Collection | None, operator: bool, host: str = "") -> None:
     if not reference:
         return
     if "/" in reference:
-        path = Path(reference)
-        if not path.is_absolute():
+        if not Path(reference).is_absolute():
             raise CairnError("credentials", "a secret file must be an absolute path")
-        if not operator and settings.CAIRN_SOURCES_SECRETS_DIR not in path.resolve().parents:
-            raise CairnError("credentials", f"a secret file must lie in {settings.CAIRN_SOURCES_SECRETS_DIR}")
-    elif not (_ENV_NAME if operator else _CURATOR_ENV_NAME).match(reference):
+    elif not _ENV_NAME.match(reference):
+        raise CairnError(
+            "credentials", "must name an environment variable or a secret file, never hold the secret itself"
+        )
+    if operator:
+        return
+    hosts = set(SecretGrant.objects.filter(name=reference, collection=collection).values_list("host", flat=True))
+    if collection is None or not hosts:
+        where = f"collection {collection.slug}" if collection is not None else "this collection"
         raise CairnError(
             "credentials",
-            "must name an environment variable"
-            + ("" if operator else " beginning CAIRN_SOURCE_ (the others are Cairn's own)")
-            + " or a secret file, never hold the secret itself",
+            f"{reference} is not granted to {where}: name one an operator granted (manage.py sources grant-secret)",
         )
+    if host not in hosts:
+        raise CairnError(
+            "credentials",
+            f"{reference} is granted for {', '.join(sorted(hosts))} only, not for {host or 'a local path'}",
+        )
+
+
+# --- Secrets an operator grants -------------------------------------------------------------------
+
+
+def secret_grant(*, name: str, collection: Collection, host: str, actor=None) -> SecretGrant:
+    """Let `collection`'s sources name the secret `name` (an environment variable or an absolute
+    file path), sent only to `host` (audited). Granting what is granted already changes nothing."""
+    host = host_of(host if "://" in host else f"https://{host}")
+    if not host:
+        raise CairnError("host", "must be a host name or address, such as wiki.example.com")
+    _credentials_check(name, collection=collection, operator=True)
+    with transaction.atomic():
+        grant, created = SecretGrant.objects.get_or_create(
+            name=name, collection=collection, host=host, defaults={"granted_by": actor}
+        )
+        if created:
+            audit("source.secret_grant", grant, actor=actor, summary=f"{name} to {collection.slug} for {host}",
+                  after={"name": name, "collection": collection.slug, "host": host})  # fmt: skip
+    return grant
+
+
+def secret_revoke(*, name: str, collection: Collection, host: str = "", actor=None) -> int:
+    """Take back the grants of `name` to `collection` (for `host` only, when given), each audited.
+    Sources that still name it fail their next sync, naming the missing grant. Returns how many."""
+    grants = SecretGrant.objects.filter(name=name, collection=collection)
+    if host:
+        grants = grants.filter(host=host_of(host if "://" in host else f"https://{host}"))
+    revoked = 0
+    with transaction.atomic():
+        for grant in grants.select_for_update():
+            audit("source.secret_revoke", grant, actor=actor, summary=f"{name} from {collection.slug} for {grant.host}",
+                  before={"name": name, "collection": collection.slug, "host": grant.host})  # fmt: skip
+            grant.delete()
+            revoked += 1
+    return revoked
 
 
 # --- Adding, changing and removing sources --------------------------------------------------------
 
 
 def source_create(*, actor=None, operator: bool = False, collection: Collection, **fields) -> Source:
-    """Add a source (audited) and schedule its syncs. CairnError names a field that is wrong."""
+    """Add a source (audited) and schedule its syncs. CairnError names a field that is wrong. An
+    operator's source grants the secret it names to its collection for its location's host."""
     fields = {"branch": "", "credentials": "", "schedule": "", "include": [], "exclude": [], **fields}
     fields["location"] = fields["location"].strip()
-    source_check(fields=fields, operator=operator)
+    source_check(fields={**fields, "collection": collection}, operator=operator)
     with transaction.atomic():
         if Source.objects.filter(name=fields["name"]).exists():
             raise CairnError("name", f"a source named {fields['name']!r} exists already")
         source = Source.objects.create(collection=collection, **fields)
+        if operator and source.credentials and (host := host_of(source.location)):
+            # The operator who names a secret for a source grants it to that source's host alone.
+            secret_grant(name=source.credentials, collection=collection, host=host, actor=actor)
         audit("source.add", source, actor=actor, summary=f"{source.kind} {source.location} into {collection.slug}",
               after=_described(source))  # fmt: skip
         _schedule_save(source)
@@ -169,7 +232,7 @@ def source_update(*, source: Source, actor=None, operator: bool = False, **chang
         if field not in EDITABLE:
             raise CairnError(field, "cannot be changed: add a new source instead")
     before = _described(source)
-    fields = {**before, "kind": source.kind, **changes}
+    fields = {**before, "kind": source.kind, **changes, "collection": source.collection}
     source_check(fields=fields, operator=operator)
     with transaction.atomic():
         for field, value in changes.items():
@@ -185,13 +248,16 @@ def source_update(*, source: Source, actor=None, operator: bool = False, **chang
 
 
 def source_delete(*, source: Source, actor=None) -> None:
-    """Remove a source, its items and its runs (audited). Its documents stay in the collection:
-    curators retract what they no longer want."""
+    """Remove a source, its items and its runs (audited), and once that commits its git copy. Its
+    documents stay in the collection: curators retract what they no longer want."""
+    cache = cache_of(source)
     with transaction.atomic():
         audit("source.delete", source, actor=actor, summary=f"{source.kind} {source.location}",
               before=_described(source))  # fmt: skip
         Schedule.objects.filter(name=source.schedule_name).delete()
         source.delete()
+        if source.kind == Source.Kind.GIT:
+            transaction.on_commit(lambda: cache_remove(cache))
 
 
 def _described(source: Source) -> dict:
@@ -343,13 +409,16 @@ def _plan(run: SyncRun, source: Source, listing: Listing) -> list[int]:
             continue
         row = row or SourceItem(source=source, key=item.key)
         row.name, row.seen_run, row.queued_run, row.listed_version = item.name, run, run, item.version
+        row.tries = 0
         row.listed_state = {**item.state, "uri": item.uri or item.key, "title": item.title}
         row.fetched = item.data
         (changed if row.pk else created).append(row)
     with transaction.atomic():
         SourceItem.objects.bulk_create(created, batch_size=500)
         SourceItem.objects.bulk_update(
-            changed, ["name", "seen_run", "queued_run", "listed_version", "listed_state", "fetched"], batch_size=500
+            changed,
+            ["name", "seen_run", "queued_run", "listed_version", "listed_state", "fetched", "tries"],
+            batch_size=500,
         )
         for start in range(0, len(unchanged), 5000):
             SourceItem.objects.filter(id__in=unchanged[start : start + 5000]).update(seen_run=run)
@@ -391,7 +460,16 @@ def source_item_sync(*, run_id: int, item_id: int, connector=None) -> str:
         )
         if item is None:
             return "done"
+        # Counted before the work, outside any transaction: a try that a worker's timeout or a
+        # crash cut short is not made again by the broker's redelivery, so one hostile item holds
+        # a worker once, never max_attempts times. It is tried again at the next sync.
+        SourceItem.objects.filter(pk=item.pk).update(tries=F("tries") + 1)
+        item.tries += 1
         try:
+            if item.tries > 1:
+                raise ConnectorError(
+                    f"{item.key}: its last try did not finish (a timeout or a crash): left for the next sync"
+                )
             outcome = _item_ingest(item, run_id, connector or connector_for(item.source))
         except ConnectorError as exc:  # could not be read: tried again next sync
             outcome = _Outcome("failed", note=str(exc)[:1000], keep=False)
@@ -480,7 +558,7 @@ _COUNTER = {"added": "added", "updated": "updated", "moved": "moved", "unchanged
 
 def _item_finish(item: SourceItem, run_id: int, outcome: _Outcome) -> None:
     """Keep what was ingested on the item and count it on the run, together."""
-    fields: dict = {"queued_run": None, "fetched": None}
+    fields: dict = {"queued_run": None, "fetched": None, "tries": 0}
     if outcome.keep:
         state = {"etag": item.etag, "last_modified": item.last_modified, **item.state, **item.listed_state,
                  **outcome.state}  # fmt: skip

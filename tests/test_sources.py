@@ -14,6 +14,7 @@ import subprocess
 import threading
 import uuid
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from ipaddress import ip_network
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ from corpus.models import AuditEvent, Chunk, Collection, Document, WriteBack
 from corpus.services import collection_get_or_create, curators_group_ensure
 from reputation.models import Reputation
 from sources.models import Source, SourceItem, SyncRun
-from sources.services import source_create, source_sync
+from sources.services import source_create, source_item_sync, source_sync
 from tests.conftest import client_for
 from tests.loopback import LoopbackServer
 
@@ -35,6 +36,8 @@ pytestmark = pytest.mark.django_db
 # Small chunks, no overlap: a document of three paragraphs is more than one chunk, so an edit to
 # the last leaves the others' text, and so their ids, as they were.
 SMALL_CHUNKS = override_settings(CAIRN_CHUNK_TOKENS=40, CAIRN_CHUNK_OVERLAP_TOKENS=0, CAIRN_SOURCES_CRAWL_DELAY=0)
+# The website and Confluence servers here are on loopback, which sources reach only where allowed.
+LOOPBACK = override_settings(CAIRN_SOURCES_ALLOW_NETWORKS=[ip_network("127.0.0.0/8")])
 TOPICS = ["harbour", "glacier", "orchard", "lighthouse", "meadow"]
 
 
@@ -289,6 +292,7 @@ class Website:
 
 
 @SMALL_CHUNKS
+@LOOPBACK
 def test_a_website_source_crawls_asks_conditionally_and_fails_safe(tmp_path):
     site = Website(tmp_path)
     run_checks(site, first_expected=6, counts_conditional=site.all_conditional)
@@ -442,6 +446,7 @@ class Confluence:
 
 
 @SMALL_CHUNKS
+@LOOPBACK
 def test_a_confluence_space_syncs_pages_and_attachments_and_never_indexes_restricted_pages(monkeypatch):
     wiki = Confluence(monkeypatch)
     run_checks(wiki, first_expected=6)  # five pages and one attachment; the restricted two skipped
@@ -472,6 +477,25 @@ def test_the_queued_path_spreads_items_as_tasks_and_the_last_one_closes_the_run(
     run.refresh_from_db()
     assert (run.status, run.queued, run.done, run.added) == ("succeeded", 5, 5, 5)
     assert not SourceItem.objects.filter(source=folder.source, queued_run__isnull=False).exists()
+
+
+@SMALL_CHUNKS
+def test_an_item_whose_try_was_cut_short_is_not_tried_again_until_the_next_sync(tmp_path):
+    """A hostile item that outlived the worker's timeout (or crashed it) is handed out again by the
+    broker up to max_attempts times: it is failed on its second delivery instead, so it holds a
+    worker once, and the next sync tries it afresh."""
+    folder = Folder(tmp_path)
+    run = source_sync(source=folder.source)  # queued for the workers: nothing runs in this transaction
+    items = list(SourceItem.objects.filter(source=folder.source, queued_run=run).order_by("key"))
+    SourceItem.objects.filter(pk=items[0].pk).update(tries=1)  # a worker took it, then died on it
+    outcomes = [source_item_sync(run_id=run.id, item_id=item.id) for item in items]
+    assert outcomes == ["failed"] + ["added"] * (len(items) - 1)
+    run.refresh_from_db()
+    assert (run.status, run.failed, run.retracted) == ("succeeded", 1, 0)
+    assert "its last try did not finish" in run.errors[items[0].key]
+    again = source_sync(source=folder.source, inline=True)
+    assert (again.added, again.unchanged, again.failed) == (1, len(items) - 1, 0)
+    assert SourceItem.objects.get(pk=items[0].pk).tries == 0
 
 
 def test_a_source_still_syncing_is_not_synced_again_and_a_stale_run_is_abandoned(tmp_path, settings):

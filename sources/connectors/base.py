@@ -5,9 +5,11 @@ stamp, and fetch one item's bytes. A new kind is one module beside this one, nam
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from corpus.extract import MIME_TYPES
 
@@ -74,11 +76,41 @@ def reader_name(name: str) -> str | None:
     return None
 
 
-def secret_read(reference: str) -> str:
-    """The secret a credentials reference names: a file's content when it is a path, else the
-    environment variable's value. Raise ConnectorError naming the reference (never the secret)."""
+def host_of(url: str) -> str:
+    """The host a URL (or git's user@host:path) names, lower case, without port or brackets; "" for none."""
+    if "://" not in url and (match := re.match(r"^[^@/\s]+@([^:/\s]+):", url)):
+        return match[1].lower()
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def source_secret(source, url: str) -> str:
+    """The secret `source`'s credentials name, for a request to `url`: "" when it names none.
+    Raise ConnectorError (naming the reference, never the secret) unless an operator granted that
+    secret to the source's collection for `url`'s host (manage.py sources grant-secret): a source
+    pointed at another host, by whoever changed it, never carries the secret there."""
+    from sources.models import SecretGrant
+
+    reference = source.credentials
     if not reference:
         return ""
+    host = host_of(url)
+    if (
+        not host
+        or not SecretGrant.objects.filter(name=reference, collection_id=source.collection_id, host=host).exists()
+    ):
+        raise ConnectorError(
+            f"the credentials {reference} are not granted to collection {source.collection.slug} for host "
+            f"{host or url!r}: an operator grants them (manage.py sources grant-secret)"
+        )
+    return _secret_read(reference)
+
+
+def _secret_read(reference: str) -> str:
+    """The secret a credentials reference names: a file's content when it is a path, else the
+    environment variable's value. Raise ConnectorError naming the reference (never the secret)."""
     if "/" in reference:
         try:
             return Path(reference).read_text(encoding="utf-8").strip()

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import re
 from urllib.parse import parse_qs, urlparse
 
-import httpx
-from django.conf import settings
-
-from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, reader_name, secret_read
+from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, host_of, reader_name, source_secret
+from sources.outbound import OutboundClient, Reply
 
 PAGE_SIZE = 50
 EXPAND = "version,body.storage,ancestors,restrictions.read.restrictions.user,restrictions.read.restrictions.group"
@@ -47,19 +46,20 @@ class ConfluenceConnector:
             self.base, self.space = space_of(source.location)
         except ValueError as exc:
             raise ConnectorError(f"{source.location}: {exc}") from exc
-        secret = secret_read(source.credentials)
-        headers = {"Accept": "application/json"}
+        secret = source_secret(source, self.base)
+        authorization = {}
         if ":" in secret:  # Cloud: email:api-token, HTTP basic
-            headers["Authorization"] = "Basic " + base64.b64encode(secret.encode()).decode()
+            authorization["Authorization"] = "Basic " + base64.b64encode(secret.encode()).decode()
         elif secret:  # Data Center: a personal access token
-            headers["Authorization"] = f"Bearer {secret}"
-        self.client = httpx.Client(timeout=settings.CAIRN_SOURCES_TIMEOUT, headers=headers, follow_redirects=True)
+            authorization["Authorization"] = f"Bearer {secret}"
+        # The secret goes to the space's host alone, never to where it redirects (an attachment's
+        # download often goes to a media host, whose link carries its own token).
+        self.client = OutboundClient(
+            headers={"Accept": "application/json"}, secret_headers=authorization, secret_host=host_of(self.base)
+        )
 
-    def _get(self, url: str, **params) -> httpx.Response:
-        try:
-            response = self.client.get(url, params=params or None)
-        except httpx.HTTPError as exc:
-            raise ConnectorError(f"{url}: {exc.__class__.__name__}: {exc}") from exc
+    def _get(self, url: str, **params) -> Reply:
+        response = self.client.get(url, params=params or None)
         if response.status_code != 200:
             raise ConnectorError(f"{url}: HTTP {response.status_code}")
         return response
@@ -69,7 +69,7 @@ class ConfluenceConnector:
         url, query = f"{self.base}{path}", {**params, "start": 0, "limit": PAGE_SIZE}
         while True:
             try:
-                body = self._get(url, **query).json()
+                body = json.loads(self._get(url, **query).content)
             except ValueError as exc:
                 raise ConnectorError(f"{url}: the reply is not JSON") from exc
             yield from body.get("results", [])

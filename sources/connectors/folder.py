@@ -1,49 +1,146 @@
 """A local folder or a mounted share. An item's version is its size and modification time; when
-they change and its bytes hash the same, nothing is ingested again (sources/services.py)."""
+they change and its bytes hash the same, nothing is ingested again (sources/services.py).
+
+Nothing outside the folder is read, whatever is done to it after the source was saved: its
+location must be its real path (no symlink in it), and every sync opens it from / one component
+at a time without following a symlink, so a folder swapped for a symlink fails the sync. Below
+it, every folder and file is opened the same way from the one above (a file swapped for a symlink
+between listing and reading is refused), and only regular files on the folder's own filesystem
+are items: symlinks, pipes, devices and mount points are not part of the source. A file larger
+than CAIRN_SOURCES_MAX_BYTES is an item that fails, read no further."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+from collections.abc import Sequence
 from pathlib import Path
 
+from django.conf import settings
+
 from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, reader_name
+
+# O_NOFOLLOW refuses a symlink as the last component; each path is opened one component at a time
+# from a folder opened so, hence through none. O_NONBLOCK: a pipe swapped in for a file does not
+# hang the read (it is refused, not being a regular file).
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+
+
+def _open_in(start: int, names: Sequence[str], flags: int, *, device: int | None = None) -> int:
+    """Open the path `names` below the open folder `start`, one component at a time (the last with
+    `flags`), never through a symlink and, given `device`, never onto another filesystem. `start`
+    stays open; the caller closes what is returned."""
+    if not names:
+        return os.dup(start)
+    opened: list[int] = []
+    try:
+        for n, name in enumerate(names):
+            parent = opened[-1] if opened else start
+            opened.append(os.open(name, flags if n == len(names) - 1 else _FOLDER, dir_fd=parent))
+            if device is not None and os.fstat(opened[-1]).st_dev != device:
+                raise OSError(errno.EXDEV, "on another filesystem than the folder (a mount point)")
+        return opened.pop()
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def _why(what: str | Path, exc: OSError) -> str:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # O_NOFOLLOW met a symlink (or a file where a folder was)
+        return f"cannot read {what}: a symlink (never followed) or not a folder on its way"
+    return f"cannot read {what}: {exc.strerror or exc}"
 
 
 class FolderConnector:
     def __init__(self, source) -> None:
         self.root = Path(source.location)
+        self.max_bytes = settings.CAIRN_SOURCES_MAX_BYTES
+
+    def _open_root(self) -> int:
+        if not self.root.is_absolute() or ".." in self.root.parts:
+            raise ConnectorError(f"{self.root} is not an absolute path")
+        top = os.open("/", _FOLDER)
+        try:
+            return _open_in(top, self.root.parts[1:], _FOLDER)
+        except OSError as exc:
+            if any(Path(*self.root.parts[: n + 1]).is_symlink() for n in range(len(self.root.parts))):
+                raise ConnectorError(
+                    f"{self.root} is not a folder of its own: a symlink is on its way, and a source reads only "
+                    "its folder's real path"
+                ) from exc
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise ConnectorError(f"{self.root} is not a folder (unmounted, moved or deleted?)") from exc
+            raise ConnectorError(f"cannot read {self.root}: {exc.strerror or exc}") from exc
+        finally:
+            os.close(top)
 
     def list(self, known: dict[str, Known]) -> Listing:
-        if not self.root.is_dir():
-            raise ConnectorError(f"{self.root} is not a folder (unmounted, moved or deleted?)")
+        root = self._open_root()
+        items, problems = [], []
         try:
-            os.listdir(self.root)
+            self._walk(root, "", os.fstat(root).st_dev, items, problems)
         except OSError as exc:
             raise ConnectorError(f"cannot read {self.root}: {exc.strerror or exc}") from exc
-        items, problems = [], []
-
-        def unreadable(error: OSError) -> None:  # a subfolder that cannot be read: the listing has a hole
-            problems.append(f"cannot read {error.filename}: {error.strerror or error}")
-
-        for directory, folders, files in os.walk(self.root, onerror=unreadable):
-            folders[:] = sorted(f for f in folders if not f.startswith("."))
-            for filename in sorted(files):
-                if filename.startswith("."):
-                    continue
-                path = Path(directory, filename)
-                key = path.relative_to(self.root).as_posix()
-                if (name := reader_name(key)) is None:
-                    continue
-                try:
-                    stat = path.stat()
-                except OSError as exc:
-                    problems.append(f"cannot read {key}: {exc.strerror or exc}")
-                    continue
-                items.append(Item(key=key, version=f"{stat.st_size}-{stat.st_mtime_ns}", name=name, uri=str(path)))
+        finally:
+            os.close(root)
         return Listing(items=items, complete=not problems, problems=problems)
 
+    def _walk(self, folder: int, prefix: str, device: int, items: list[Item], problems: list[str]) -> None:
+        """List the open `folder` (keys beginning `prefix`): its regular files, then its subfolders'
+        in name order. A subfolder that cannot be read leaves a hole: the listing is incomplete
+        (nothing is retracted on it)."""
+        with os.scandir(folder) as entries:
+            names = sorted(entry.name for entry in entries if not entry.name.startswith("."))
+        subfolders = []
+        for name in names:
+            key = prefix + name
+            try:
+                info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            except OSError as exc:
+                problems.append(f"cannot read {key}: {exc.strerror or exc}")
+                continue
+            if info.st_dev != device:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                subfolders.append(name)
+            elif stat.S_ISREG(info.st_mode) and (reader := reader_name(key)) is not None:
+                items.append(Item(key=key, version=f"{info.st_size}-{info.st_mtime_ns}", name=reader,
+                                  uri=str(self.root / key)))  # fmt: skip
+        for name in subfolders:
+            try:
+                child = _open_in(folder, [name], _FOLDER, device=device)
+            except OSError as exc:
+                problems.append(_why(prefix + name, exc))
+                continue
+            try:
+                self._walk(child, f"{prefix}{name}/", device, items, problems)
+            except OSError as exc:
+                problems.append(f"cannot read {prefix}{name}: {exc.strerror or exc}")
+            finally:
+                os.close(child)
+
     def fetch(self, item: Item, known: Known | None) -> Fetched:
+        names = item.key.split("/")
+        if any(name in ("", ".", "..") for name in names):
+            raise ConnectorError(f"{item.key}: not a path inside the folder")
+        root = self._open_root()
         try:
-            return Fetched((self.root / item.key).read_bytes())
+            fd = _open_in(root, names, _FILE, device=os.fstat(root).st_dev)
         except OSError as exc:
-            raise ConnectorError(f"cannot read {item.key}: {exc.strerror or exc}") from exc
+            raise ConnectorError(_why(item.key, exc)) from exc
+        finally:
+            os.close(root)
+        with open(fd, "rb") as file:
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise ConnectorError(f"cannot read {item.key}: not a regular file")
+                # Checked before reading, and the read stops one byte past the limit (the file may grow).
+                data = file.read(self.max_bytes + 1) if info.st_size <= self.max_bytes else b""
+            except OSError as exc:
+                raise ConnectorError(f"cannot read {item.key}: {exc.strerror or exc}") from exc
+        if info.st_size > self.max_bytes or len(data) > self.max_bytes:
+            raise ConnectorError(f"{item.key}: larger than CAIRN_SOURCES_MAX_BYTES ({self.max_bytes} bytes), not read")
+        return Fetched(data)

@@ -1,50 +1,202 @@
 """A git repository (a URL or a path), read at one branch. Cloned once, bare, into
-CAIRN_SOURCES_DIR; each sync runs `git fetch` and reads the tree at origin/<branch> with
-`git ls-tree`; a file's blob id is its version, so an unchanged file is never read again."""
+CAIRN_SOURCES_DIR/git/<id>-<name> (by the source's id: a later source of the same name never finds
+it, and removing the source removes it); each sync runs `git fetch` and reads the tree at
+origin/<branch> with `git ls-tree`; a file's blob id is its version, so an unchanged file is never
+read again.
+
+git runs as the source's reader, not as the worker: with a minimal environment (its own empty home,
+so no ~/.gitconfig or ~/.netrc; no system or global config; no SSH agent, no credential helper, no
+SSH key but the source's granted one), redirects off and only the source's own transport allowed.
+Before each fetch the host's address passes the outbound rule (sources/outbound.py); over http(s)
+git connects to the very address checked (an ssh or git:// connection cannot be pinned). A local
+repository is checked before each fetch, since what it holds can change after it was saved: see
+repository_check. After each fetch, a copy above CAIRN_SOURCES_GIT_MAX_BYTES is removed and the
+sync fails; a blob above CAIRN_SOURCES_MAX_BYTES is an item that fails."""
 
 from __future__ import annotations
 
+import base64
+import ipaddress
 import os
+import shlex
+import shutil
+import signal
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, reader_name
+from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, host_of, reader_name, source_secret
+from sources.outbound import checked_address
 
-# Transports a source may use: never `ext::` (it runs a command) or anything else unusual.
+# Transports a source may use: never `ext::` (it runs a command) or anything else unusual. Each
+# fetch allows only its source's own.
 ALLOWED_PROTOCOLS = "file:git:http:https:ssh"
+PORTS = {"http": 80, "https": 443, "ssh": 22, "git": 9418}
+# From the worker's environment only where git is and which certificate authorities to trust.
+_PASSED = ("PATH", "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH")
+# No ssh_config, no agent, no prompt; no key but the one given (-i), else none: IdentityFile=none
+# drops the worker's own ~/.ssh keys, which ssh finds through the password database whatever HOME says.
+_SSH = "ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes"
+_SSH_KEYLESS = f"{_SSH} -o IdentityFile=none"
+# What would make git read a local repository's refs or objects from elsewhere.
+_LEADS_ELSEWHERE = ("commondir", "gitdir", "objects/info/alternates", "objects/info/http-alternates")
+
+
+def cache_of(source) -> Path:
+    """Where `source`'s copy is kept: by its id, so that no later source of its name finds it."""
+    return Path(settings.CAIRN_SOURCES_DIR) / "git" / f"{source.pk}-{source.name}"
+
+
+def cache_remove(cache: Path) -> None:
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+def local_path(location: str) -> Path | None:
+    """The path of a local repository's location (a path or a file:// URL); None for a remote one."""
+    if location.startswith("file://"):
+        return Path(location.removeprefix("file://"))
+    return Path(location) if location.startswith("/") else None
+
+
+def _symlink_in(folder: str) -> str | None:
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_symlink():
+                return entry.path
+            if entry.is_dir(follow_symlinks=False) and (found := _symlink_in(entry.path)):
+                return found
+    return None
+
+
+def repository_check(path: Path) -> None:
+    """Raise ConnectorError unless git, reading the local repository at `path`, reads nothing but it:
+    `path` is its own real path (no symlink on the way, so a repository that lay under
+    CAIRN_SOURCES_FOLDER_ROOTS when saved still does), it lies outside CAIRN_SOURCES_DIR (the
+    sources' own copies), its git folder is a folder (not a .git file or a symlink) holding no
+    symlink at all (refs, packed-refs, HEAD, objects) and nothing that leads elsewhere (alternates,
+    http-alternates, commondir, gitdir)."""
+    if not path.is_absolute() or os.path.realpath(path) != str(path):
+        raise ConnectorError(f"{path} is not its own real path: a source never follows a symlink on its way")
+    sources = Path(settings.CAIRN_SOURCES_DIR).resolve()
+    if path == sources or sources in path.parents:
+        raise ConnectorError(f"{path} lies in CAIRN_SOURCES_DIR, among the sources' own copies")
+    dotgit = path / ".git"
+    gitdir = dotgit if os.path.lexists(dotgit) else path  # a working tree's, else a bare repository
+    try:
+        if gitdir == dotgit and (dotgit.is_symlink() or not dotgit.is_dir()):
+            raise ConnectorError(f"{dotgit} is not a folder: a .git file or symlink would lead git elsewhere")
+        if not (gitdir / "HEAD").is_file() or not (gitdir / "objects").is_dir():
+            raise ConnectorError(f"{path} is not a git repository")
+        if found := _symlink_in(str(gitdir)):
+            raise ConnectorError(f"{found} is a symlink, which would lead git outside the repository")
+    except OSError as exc:
+        raise ConnectorError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    for name in _LEADS_ELSEWHERE:
+        if os.path.lexists(gitdir / name):
+            raise ConnectorError(f"{gitdir / name} would lead git to refs or objects outside the repository")
 
 
 class GitConnector:
     def __init__(self, source) -> None:
+        self.source = source
         self.url = source.location
         self.branch = source.branch or "main"
-        self.cache = Path(settings.CAIRN_SOURCES_DIR) / "git" / source.name
+        self.cache = cache_of(source)
         self.web = self.url.removesuffix(".git")
+        self.local = local_path(self.url)
+        self.scheme = "file" if self.local else self.url.split("://", 1)[0] if "://" in self.url else "ssh"
+        if self.scheme not in ALLOWED_PROTOCOLS.split(":"):
+            raise ConnectorError(f"{self.url}: git reads a source only over {ALLOWED_PROTOCOLS.replace(':', ', ')}")
+        self.remote = f"file://{self.local}" if self.local else self.url
 
-    def _git(self, *args: str, binary: bool = False) -> bytes | str:
-        env = {**os.environ, "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS, "GIT_TERMINAL_PROMPT": "0"}
+    def _environment(self) -> dict[str, str]:
+        home = Path(settings.CAIRN_SOURCES_DIR) / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        return {
+            **{name: os.environ[name] for name in _PASSED if name in os.environ},
+            "LANG": "C", "LC_ALL": "C", "HOME": str(home),
+            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0",
+            "GIT_ALLOW_PROTOCOL": self.scheme, "GIT_SSH_COMMAND": _SSH_KEYLESS,
+            "GIT_NO_LAZY_FETCH": "1",  # a partial clone's git fetches nothing from another repository
+        }  # fmt: skip
+
+    def _git(
+        self, *args: str, binary: bool = False, config: Sequence[str] = (), env: dict | None = None
+    ) -> bytes | str:
+        options = ["credential.helper=", "http.followRedirects=false", "core.fsmonitor=false", "protocol.allow=never",
+                   f"protocol.{self.scheme}.allow=always", *config]  # fmt: skip
+        command = ["git", f"--git-dir={self.cache}", *(arg for option in options for arg in ("-c", option)), *args]
+        # Its own process group: on a timeout its helpers (remote-http, index-pack) stop with it.
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                              env={**self._environment(), **(env or {})}, start_new_session=True) as process:  # fmt: skip
+            try:
+                stdout, stderr = process.communicate(timeout=settings.CAIRN_SOURCES_TIMEOUT * 10)
+            except subprocess.TimeoutExpired as exc:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+                raise ConnectorError(f"git {args[0]} of {self.url} timed out") from exc
+        if process.returncode != 0:
+            lines = stderr.decode("utf-8", "replace").strip().splitlines()
+            raise ConnectorError(f"git {args[0]} of {self.url} failed: {lines[-1] if lines else process.returncode}")
+        return stdout if binary else stdout.decode("utf-8", "surrogateescape")
+
+    def _reach(self) -> tuple[list[str], dict[str, str]]:
+        """Check where the fetch goes, before anything is written: return the config and environment
+        that take git there. The source's granted secret travels in the environment, never on the
+        command line (where ps shows it)."""
+        if self.local:
+            try:
+                repository_check(self.local)
+            except ConnectorError as exc:
+                raise ConnectorError(f"git fetch of {self.url} refused: {exc}") from exc
+            return [], {}
+        host = host_of(self.url)
         try:
-            done = subprocess.run(
-                ["git", "-C", str(self.cache), *args], capture_output=True, env=env,
-                timeout=settings.CAIRN_SOURCES_TIMEOUT * 10,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired as exc:
-            raise ConnectorError(f"git {args[0]} of {self.url} timed out") from exc
-        if done.returncode != 0:
-            lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise ConnectorError(f"git {args[0]} of {self.url} failed: {lines[-1] if lines else done.returncode}")
-        return done.stdout if binary else done.stdout.decode("utf-8", "surrogateescape")
+            port = (urlsplit(self.url).port if "://" in self.url else None) or PORTS[self.scheme]
+        except ValueError as exc:
+            raise ConnectorError(f"{self.url}: the port is not a number") from exc
+        address = checked_address(host, port)
+        if self.scheme == "git":
+            return [], {}
+        secret = source_secret(self.source, self.url)
+        if self.scheme == "ssh":
+            if not secret:
+                return [], {}
+            if "/" not in self.source.credentials:
+                raise ConnectorError(
+                    f"the credentials of an ssh repository are a key file's path, not {self.source.credentials}"
+                )
+            return [], {"GIT_SSH_COMMAND": f"{_SSH} -i {shlex.quote(self.source.credentials)}"}
+        config = []
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:  # a name: git connects to the address checked, without a lookup of its own
+            config.append(f"http.curloptResolve={host}:{port}:{f'[{address}]' if ':' in address else address}")
+        if not secret:
+            return config, {}
+        credentials = "Basic " + base64.b64encode(secret.encode()).decode() if ":" in secret else f"Bearer {secret}"
+        return config, {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
+                        "GIT_CONFIG_VALUE_0": f"Authorization: {credentials}"}  # fmt: skip
 
     def _update(self) -> None:
+        config, env = self._reach()
         if not (self.cache / "HEAD").exists():
             self.cache.mkdir(parents=True, exist_ok=True)
             self._git("init", "--quiet", "--bare")
-            self._git("remote", "add", "origin", self.url)
-        self._git("remote", "set-url", "origin", self.url)  # the source's location may have changed
+            self._git("remote", "add", "origin", self.remote)
+        self._git("remote", "set-url", "origin", self.remote)  # the source's location may have changed
         self._git("fetch", "--quiet", "--no-tags", "--prune", "origin",
-                  f"+refs/heads/{self.branch}:refs/remotes/origin/{self.branch}")  # fmt: skip
+                  f"+refs/heads/{self.branch}:refs/remotes/origin/{self.branch}", config=config, env=env)  # fmt: skip
+        size = sum(os.lstat(Path(folder, name)).st_size for folder, _, files in os.walk(self.cache) for name in files)
+        if size > settings.CAIRN_SOURCES_GIT_MAX_BYTES:
+            cache_remove(self.cache)
+            raise ConnectorError(
+                f"git fetch of {self.url}: the repository takes {size} bytes, over CAIRN_SOURCES_GIT_MAX_BYTES "
+                f"({settings.CAIRN_SOURCES_GIT_MAX_BYTES} bytes); its copy was removed"
+            )
 
     def list(self, known: dict[str, Known]) -> Listing:
         self._update()
@@ -54,8 +206,9 @@ class GitConnector:
             if not entry:
                 continue
             meta, path = entry.split("\t", 1)
-            _mode, kind, blob = meta.split()
-            if kind != "blob" or any(part.startswith(".") for part in path.split("/")):
+            mode, kind, blob = meta.split()
+            # a symlink's blob is only the path it names
+            if kind != "blob" or mode == "120000" or any(part.startswith(".") for part in path.split("/")):
                 continue
             if (name := reader_name(path)) is not None:
                 items.append(Item(key=path, version=blob, name=name, uri=f"{self.web}@{self.branch}:{path}"))
@@ -63,7 +216,12 @@ class GitConnector:
 
     def fetch(self, item: Item, known: Known | None) -> Fetched:
         try:
-            return Fetched(self._git("cat-file", "blob", item.version, binary=True))
+            size = int(self._git("cat-file", "-s", item.version))
         except ConnectorError:  # listed on another host: this one's clone has yet to fetch it
             self._update()
-            return Fetched(self._git("cat-file", "blob", item.version, binary=True))
+            size = int(self._git("cat-file", "-s", item.version))
+        if size > settings.CAIRN_SOURCES_MAX_BYTES:
+            raise ConnectorError(
+                f"{item.key}: {size} bytes, over CAIRN_SOURCES_MAX_BYTES ({settings.CAIRN_SOURCES_MAX_BYTES} bytes)"
+            )
+        return Fetched(self._git("cat-file", "blob", item.version, binary=True))

@@ -14,17 +14,16 @@ from pathlib import PurePosixPath
 from urllib.parse import urldefrag, urljoin, urlparse
 from urllib.robotparser import RobotFileParser
 
-import httpx
 from django.conf import settings
 
 from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, reader_name
+from sources.outbound import OutboundClient, Outside, Reply
 
 USER_AGENT = "Cairn"
 GONE = (404, 410)  # the page is not there: not an error, and not listed
 # What a response's type says its reader is (a URL's own suffix is used for the rest).
 SUFFIX_OF_TYPE = {"text/html": ".html", "application/xhtml+xml": ".html", "text/plain": ".txt",
                   "text/markdown": ".md", "application/pdf": ".pdf"}  # fmt: skip
-MAX_BYTES = 50 * 1024 * 1024
 
 
 class _Links(HTMLParser):
@@ -62,15 +61,14 @@ class WebsiteConnector:
         path = urlparse(self.start).path
         self.prefix = urljoin(self.start, path[: path.rfind("/") + 1] or "/")
         self.delay = settings.CAIRN_SOURCES_CRAWL_DELAY
-        self.client = httpx.Client(
-            timeout=settings.CAIRN_SOURCES_TIMEOUT, follow_redirects=True, headers={"User-Agent": USER_AGENT}
-        )
+        self.client = OutboundClient(headers={"User-Agent": USER_AGENT})
         self.robots: RobotFileParser | None = None
         self._last_request = 0.0
         self.requests = 0  # for the benchmark and the tests: requests sent, and of them conditional
         self.conditional = 0
 
-    def _get(self, url: str, known: Known | None = None) -> httpx.Response:
+    def _get(self, url: str, known: Known | None = None, *, page: bool = True) -> Reply:
+        """GET `url` (a page of the site unless `page` is False: a redirect out of it is not followed)."""
         wait = self._last_request + self.delay - time.monotonic()
         if wait > 0:
             time.sleep(wait)
@@ -82,25 +80,27 @@ class WebsiteConnector:
         self.requests += 1
         self.conditional += bool(headers)
         try:
-            return self.client.get(url, headers=headers)
-        except httpx.HTTPError as exc:
-            raise ConnectorError(f"{url}: {exc.__class__.__name__}: {exc}") from exc
+            return self.client.get(url, headers=headers, follow=self._in_site if page else None)
         finally:
             self._last_request = time.monotonic()
 
     def _read_robots(self) -> None:
         robots_url = urljoin(self.start, "/robots.txt")
-        response = self._get(robots_url)
+        response = self._get(robots_url, page=False)
         self.robots = RobotFileParser(robots_url)
         if response.status_code >= 500:
             raise ConnectorError(f"{robots_url}: HTTP {response.status_code}")
         # 4xx: no robots.txt, everything allowed (as urllib.robotparser reads it)
-        self.robots.parse(response.text.splitlines() if response.status_code == 200 else [])
+        lines = response.content.decode("utf-8", "replace").splitlines() if response.status_code == 200 else []
+        self.robots.parse(lines)
         if (crawl_delay := self.robots.crawl_delay(USER_AGENT)) is not None:
             self.delay = max(self.delay, float(crawl_delay))
 
+    def _in_site(self, url: str) -> bool:
+        return url.startswith(self.prefix)
+
     def _allowed(self, url: str) -> bool:
-        return url.startswith(self.prefix) and self.robots is not None and self.robots.can_fetch(USER_AGENT, url)
+        return self._in_site(url) and self.robots is not None and self.robots.can_fetch(USER_AGENT, url)
 
     def list(self, known: dict[str, Known]) -> Listing:
         self._read_robots()
@@ -133,7 +133,10 @@ class WebsiteConnector:
 
     def _page(self, url: str, known: Known | None) -> tuple[Item | None, list[str]]:
         """The item at `url` (None when gone or unreadable as a document) and its links."""
-        response = self._get(url, known)
+        try:
+            response = self._get(url, known)
+        except Outside:
+            return None, []  # redirected out of the site
         if response.status_code == 304 and known is not None:
             state = dict(known.state)
             return Item(key=url, version=known.version, name=state.get("name", ""), uri=url, state=state), state.get(
@@ -143,10 +146,7 @@ class WebsiteConnector:
             return None, []
         if response.status_code != 200:
             raise ConnectorError(f"{url}: HTTP {response.status_code}")
-        final = str(response.url)
-        if final != url and not final.startswith(self.prefix):
-            return None, []  # redirected out of the site
-        body = response.content[:MAX_BYTES]
+        final, body = response.url, response.content
         content_type = response.headers.get("Content-Type", "")
         name = _name_for(url, content_type)
         links = page_links(final, body) if name and name.endswith(".html") else []
@@ -162,7 +162,7 @@ class WebsiteConnector:
         return Item(key=url, version=version, name=name, uri=url, data=body, state=state), links
 
     def _sitemap(self, known: dict[str, Known]) -> Listing:
-        response = self._get(self.start)
+        response = self._get(self.start, page=False)
         if response.status_code != 200:
             raise ConnectorError(f"{self.start}: HTTP {response.status_code}")
         try:
@@ -191,4 +191,4 @@ class WebsiteConnector:
         if response.status_code != 200:
             raise ConnectorError(f"{item.key}: HTTP {response.status_code}")
         state = {"etag": response.headers.get("ETag", ""), "last_modified": response.headers.get("Last-Modified", "")}
-        return Fetched(response.content[:MAX_BYTES], state=state)
+        return Fetched(response.content, state=state)

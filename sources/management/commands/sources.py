@@ -1,11 +1,14 @@
-"""python manage.py sources add NAME --kind KIND --location PATH_OR_URL --collection SLUG ... | list | remove NAME"""
+"""python manage.py sources add NAME --kind KIND --location PATH_OR_URL --collection SLUG ... | list | remove NAME
+| grant-secret NAME --collection SLUG --host HOST | revoke-secret NAME --collection SLUG [--host HOST] | secrets"""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from config.exceptions import CairnError
+from corpus.models import Collection
 from corpus.services import collection_get_or_create
-from sources.models import Source
-from sources.services import source_create, source_delete
+from sources.connectors.base import host_of
+from sources.models import SecretGrant, Source
+from sources.services import secret_grant, secret_revoke, source_create, source_delete
 
 
 class Command(BaseCommand):
@@ -32,9 +35,20 @@ class Command(BaseCommand):
         actions.add_parser("list", help="List the sources and their last sync.")
         remove = actions.add_parser("remove", help="Remove a source (its documents stay).")
         remove.add_argument("name")
+        grant = actions.add_parser(
+            "grant-secret", help="Let a collection's sources name a secret, sent only to one host (audited)."
+        )
+        grant.add_argument("name", help="An environment variable's name or a secret file's absolute path.")
+        grant.add_argument("--collection", required=True, help="The collection whose sources may name it.")
+        grant.add_argument("--host", required=True, help="The only host it is sent to: wiki.example.com.")
+        revoke = actions.add_parser("revoke-secret", help="Take a grant back (audited); sources naming it then fail.")
+        revoke.add_argument("name")
+        revoke.add_argument("--collection", required=True)
+        revoke.add_argument("--host", default="", help="Only the grant for this host (default: every host).")
+        actions.add_parser("secrets", help="List the granted secrets: name, collection, host.")
 
     def handle(self, *args, action, **options):
-        getattr(self, f"_{action}")(**options)
+        getattr(self, f"_{action.replace('-', '_')}")(**options)
 
     def _add(self, *, name, kind, location, collection, public, group, schedule, include, exclude, credentials,
              branch, **_):  # fmt: skip
@@ -46,6 +60,8 @@ class Command(BaseCommand):
             )  # fmt: skip
         except CairnError as exc:
             raise CommandError(f"source {name}: {exc.field}: {exc.message}") from exc
+        if credentials and (host := host_of(source.location)):
+            self.stdout.write(f"Granted {credentials} to {collection} for {host} only.")
         if created and not (public or group):
             self.stdout.write(f"Created collection {collection!r}: private (superusers only) until groups are added.")
         when = f"every {schedule} min" if schedule.isdigit() else schedule or "by hand (manage.py sync)"
@@ -67,3 +83,26 @@ class Command(BaseCommand):
             raise CommandError(f"source {name}: no such source")
         source_delete(source=source)
         self.stdout.write(f"Removed source {name}; its documents stay in {source.collection.slug}.")
+
+    def _collection(self, slug: str) -> Collection:
+        collection = Collection.objects.filter(slug=slug).first()
+        if collection is None:
+            raise CommandError(f"collection {slug}: no such collection")
+        return collection
+
+    def _grant_secret(self, *, name, collection, host, **_):
+        try:
+            grant = secret_grant(name=name, collection=self._collection(collection), host=host)
+        except CairnError as exc:
+            raise CommandError(f"secret {name}: {exc.field}: {exc.message}") from exc
+        self.stdout.write(f"Granted {name} to {collection}'s sources, sent only to {grant.host}.")
+
+    def _revoke_secret(self, *, name, collection, host, **_):
+        revoked = secret_revoke(name=name, collection=self._collection(collection), host=host)
+        if not revoked:
+            raise CommandError(f"secret {name}: not granted to {collection}{f' for {host}' if host else ''}")
+        self.stdout.write(f"Revoked {revoked} grant(s) of {name} from {collection}.")
+
+    def _secrets(self, **_):
+        for grant in SecretGrant.objects.select_related("collection"):
+            self.stdout.write(f"{grant.name}\t{grant.collection.slug}\t{grant.host}")
