@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,19 +126,33 @@ def extract_bytes(
 
 
 def _extract(
-    name: str, data: bytes, *, source: str, charset: str | None, on_page: PageHook | None = None, attached: bool = True
+    name: str,
+    data: bytes,
+    *,
+    source: str,
+    charset: str | None,
+    on_page: PageHook | None = None,
+    attached: bool = True,
+    deadline: float | None = None,
 ) -> Iterator[ExtractedDocument | ExtractionFailure]:
+    """The documents in a file; `attached` reads an e-mail's attachments into it, and `deadline`
+    (time.monotonic) is when the e-mail a file is attached to must be read by."""
     suffix = Path(name).suffix.lower()
     raw = _checked_content(suffix, data, charset=charset)
     if suffix == ".jsonl":
         yield from _read_jsonl(raw, name, source)
         return
+    if suffix == ".eml" and attached:
+        from django.conf import settings
+
+        deadline = time.monotonic() + settings.CAIRN_EMAIL_SECONDS
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
     if suffix == ".pdf":
-        reading = _read_pdf(data, on_page)
+        reading = _read_pdf(data, on_page, left)
     elif suffix in OFFICE_SUFFIXES:
-        reading = _read_office(suffix, data)
+        reading = _read_office(suffix, data, left)
         if suffix == ".eml" and attached:
-            reading = _with_attachments(reading, data, source)
+            reading = _with_attachments(reading, data, source, deadline)
     elif suffix in (".csv", ".tsv"):
         reading = _read_delimited(suffix, raw, Path(name).stem)
     else:
@@ -298,9 +313,10 @@ LEGACY_SUFFIXES = (".doc", ".ppt", ".xls")
 OFFICE_SUFFIXES = (*PACKAGE_SUFFIXES, *LEGACY_SUFFIXES, ".eml", ".rtf")
 
 
-def _read_office(suffix: str, data: bytes) -> Reading:
+def _read_office(suffix: str, data: bytes, seconds: float | None = None) -> Reading:
     """A Word, PowerPoint, Excel, OpenDocument, legacy Office, e-mail or RTF file (its bytes
-    already checked by _checked_content) as block text."""
+    already checked by _checked_content) as block text; a legacy file's conversion within `seconds`
+    when fewer than its own limit are left."""
     from corpus import legacy, mail, office, opendocument
 
     named = {**office.PACKAGES, **office.ODF_PACKAGES, **legacy.LEGACY}
@@ -321,7 +337,7 @@ def _read_office(suffix: str, data: bytes) -> Reading:
     try:
         if suffix in LEGACY_SUFFIXES:
             converted = "." + legacy.LEGACY[suffix][2]
-            reading = readers[converted](legacy.convert(suffix, data))
+            reading = readers[converted](legacy.convert(suffix, data, seconds=seconds))
             reading.metadata["converted_by"] = "LibreOffice"
             if legacy.has_macros(data):
                 reading.metadata["macros"] = "not run"
@@ -340,21 +356,33 @@ def _read_office(suffix: str, data: bytes) -> Reading:
     return reading
 
 
-def _with_attachments(reading: Reading, data: bytes, source: str) -> Reading:
+def _with_attachments(reading: Reading, data: bytes, source: str, deadline: float) -> Reading:
     """An e-mail with the documents attached to it: each one Cairn reads (a PDF, a Word file, a
     workbook, a forwarded message without its own attachments) follows the message's text as a
     section "Attachment: NAME", its headings one level down, its pages' places left out (the
     original is the message). One that cannot be read is named with the reason in metadata
     "attachments_unread", and the message is still read; other files (images, archives) are only
-    named, in "attachments"."""
+    named, in "attachments". A message may carry thousands: the first CAIRN_EMAIL_MAX_ATTACHMENTS
+    are read, by `deadline` (the message's CAIRN_EMAIL_SECONDS, which each reader is given what is
+    left of), and the others are named unread with the reason."""
+    from django.conf import settings
+
     from corpus.mail import attachments
 
-    sections, read, unread = [reading.text], [], {}
+    most, seconds = settings.CAIRN_EMAIL_MAX_ATTACHMENTS, settings.CAIRN_EMAIL_SECONDS
+    sections, read, unread, tried = [reading.text], [], {}, 0
     for name, payload in attachments(data):
         if Path(name).suffix.lower() not in MIME_TYPES or name.lower().endswith(".jsonl"):
             continue
+        if tried == most:
+            unread[name] = f"not read: only the first {most} documents attached are read (CAIRN_EMAIL_MAX_ATTACHMENTS)"
+            continue
+        if time.monotonic() >= deadline:
+            unread[name] = f"not read: the message and its attachments had {seconds:g} s (CAIRN_EMAIL_SECONDS)"
+            continue
+        tried += 1
         try:
-            found = [d for d in _extract(name, payload, source=source, charset=None, attached=False)
+            found = [d for d in _extract(name, payload, source=source, charset=None, attached=False, deadline=deadline)
                      if isinstance(d, ExtractedDocument)]  # fmt: skip
         except ExtractionError as exc:
             unread[name] = str(exc)[:300]
@@ -391,12 +419,13 @@ def _read_delimited(suffix: str, raw: str, name: str) -> Reading:
         raise ExtractionError(str(exc)) from exc
 
 
-def _read_pdf(data: bytes, on_page: PageHook | None) -> Reading:
-    """A PDF as its pages show it (corpus/pdf.py): layout read, scanned pages OCR'd."""
+def _read_pdf(data: bytes, on_page: PageHook | None, seconds: float | None = None) -> Reading:
+    """A PDF as its pages show it (corpus/pdf.py): layout read, scanned pages OCR'd, within `seconds`
+    when fewer than CAIRN_PDF_SECONDS are left."""
     from corpus.pdf import PdfError, read_pdf
 
     try:
-        return read_pdf(data, on_page=on_page)
+        return read_pdf(data, on_page=on_page, seconds=seconds)
     except PdfError as exc:
         raise ExtractionError(str(exc)) from exc
 

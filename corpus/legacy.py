@@ -8,10 +8,14 @@ package per format (libreoffice-writer-nogui, -impress-nogui, -calc-nogui).
 
 Each conversion runs in a temporary folder with a LibreOffice profile of its own
 (-env:UserInstallation), so parallel workers never share a profile's lock, under a timeout after
-which its whole process group is killed. Macros are never run: LibreOffice's default macro
-security runs no unsigned macro, and a conversion runs none at all. Before LibreOffice sees a
-file, its OLE2 directory is read (olefile) and a file that is not the format its name claims, or
-that a password protects, is refused at once.
+which its whole process group is killed. LibreOffice reads hostile files, so it is given little:
+an environment of its own (PATH, locale, HOME and TMPDIR in its folder: none of Cairn's settings
+or secrets), an address space of CAIRN_LIBREOFFICE_MEMORY_BYTES, and a profile written before it
+starts that removes its network content providers (http, https, WebDAV, FTP, CMIS: a linked
+picture, an external reference or WEBSERVICE() fetches nothing, from the intranet or loopback
+either), blocks links from untrusted documents, never updates links or recalculates on load, and
+disables macros. Before LibreOffice sees a file, its OLE2 directory is read (olefile) and a file
+that is not the format its name claims, or that a password protects, is refused at once.
 """
 
 from __future__ import annotations
@@ -36,6 +40,23 @@ LEGACY = {
     ".xls": ("an Excel 97-2003 workbook", ("Workbook", "Book"), "xlsx", "libreoffice-calc-nogui"),
 }
 _MACRO_STORAGES = ("Macros/", "_VBA_PROJECT_CUR/", "VBA/")
+
+# The fresh profile's settings (registrymodifications.xcu): (group, property, value). Calc and
+# Writer number their link update modes differently: "never" is 1 in Calc (ScLkUpdMode), 0 in Writer.
+_PROFILE_SETTINGS = (
+    ("org.openoffice.Office.Common/Security/Scripting", "DisableMacrosExecution", "true"),
+    ("org.openoffice.Office.Common/Security/Scripting", "MacroSecurityLevel", "3"),
+    ("org.openoffice.Office.Common/Security/Scripting", "BlockUntrustedRefererLinks", "true"),
+    ("org.openoffice.Office.Calc/Formula/Load", "OOXMLRecalcMode", "1"),
+    ("org.openoffice.Office.Calc/Formula/Load", "ODFRecalcMode", "1"),
+    ("org.openoffice.Office.Calc/Content/Update", "Link", "1"),
+    ("org.openoffice.Office.Writer/Content/Update", "Link", "0"),
+)
+# LibreOffice's content providers that reach the network (their names in its main.xcd): http and
+# WebDAV, https and WebDAVs, FTP, CMIS. Without them a URL in a file opens nothing.
+_NETWORK_PROVIDERS = ("Provider3", "Provider4", "Provider4a", "Provider12", "Provider12a", "Provider12b",
+                      "Provider6", "Provider43")  # fmt: skip
+_PROVIDERS = "/org.openoffice.ucb.Configuration/ContentProviders/Local/SecondaryKeys/Office/ProviderData"
 
 
 def soffice() -> str | None:
@@ -107,20 +128,61 @@ def has_macros(data: bytes) -> bool:
         return False
 
 
-def convert(suffix: str, data: bytes) -> bytes:
+def _write_profile(profile: Path) -> None:
+    """Write the hardened settings into a fresh profile, where LibreOffice reads them as it starts."""
+    items = [
+        f'<item oor:path="/{group}"><prop oor:name="{name}" oor:op="fuse"><value>{value}</value></prop></item>'
+        for group, name, value in _PROFILE_SETTINGS
+    ]
+    items += [
+        f'<item oor:path="{_PROVIDERS}"><node oor:name="{name}" oor:op="remove"/></item>' for name in _NETWORK_PROVIDERS
+    ]
+    (profile / "user").mkdir(parents=True)
+    (profile / "user" / "registrymodifications.xcu").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema">\n'
+        + "\n".join(items)
+        + "\n</oor:items>\n",
+        encoding="utf-8",
+    )
+
+
+def _environment(folder: str) -> dict[str, str]:
+    """LibreOffice's whole environment: nothing of this process's (its settings, its secrets)."""
+    return {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": folder,
+        "TMPDIR": folder,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+    }
+
+
+def convert(suffix: str, data: bytes, *, seconds: float | None = None) -> bytes:
     """The bytes of `data` (a legacy file of kind `suffix`, already checked) converted by LibreOffice
     to its Office Open XML format. OfficeError when LibreOffice is not installed, fails, or runs
-    past CONVERT_TIMEOUT_SECONDS."""
+    past CONVERT_TIMEOUT_SECONDS (or `seconds`, when fewer are left to its caller)."""
+    from django.conf import settings
+
     what, _, target, package = LEGACY[suffix]
     program = soffice()
     if program is None:
         raise OfficeError(f"install LibreOffice ({package}) to read {suffix} files")
+    timeout = CONVERT_TIMEOUT_SECONDS if seconds is None else max(0.0, min(seconds, CONVERT_TIMEOUT_SECONDS))
     with tempfile.TemporaryDirectory(prefix="cairn-soffice-") as folder:
         work = Path(folder)
         source = work / f"document{suffix}"
         source.write_bytes(data)
         out = work / "out"
+        _write_profile(work / "profile")
+        # The address space is limited by the shell that starts it (ulimit -v, in KiB), inherited
+        # by everything it runs: a preexec_fn could deadlock in a threaded web worker.
+        limit = str(settings.CAIRN_LIBREOFFICE_MEMORY_BYTES // 1024)
         command = [
+            "/bin/sh",
+            "-c",
+            'ulimit -v "$0" && exec "$@"',
+            limit,
             program,
             f"-env:UserInstallation={(work / 'profile').as_uri()}",
             "--headless",
@@ -138,16 +200,14 @@ def convert(suffix: str, data: bytes) -> bytes:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # its own process group: a timeout kills LibreOffice's children too
-            env={**os.environ, "HOME": folder},
+            env=_environment(folder),
         )
         try:
-            output, _ = process.communicate(timeout=CONVERT_TIMEOUT_SECONDS)
+            output, _ = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
-            raise OfficeError(
-                f"LibreOffice did not convert {what} within {CONVERT_TIMEOUT_SECONDS} s; it is refused"
-            ) from None
+            raise OfficeError(f"LibreOffice did not convert {what} within {timeout:g} s; it is refused") from None
         finally:
             if process.poll() is None:  # an exception of our own while it ran
                 os.killpg(process.pid, signal.SIGKILL)

@@ -7,7 +7,7 @@ text/plain part (else the HTML part, read as an HTML page is) without the messag
 (quoted "> " lines and the "On ... wrote:" line before them, and everything from an Outlook
 "-----Original Message-----" or "From: ... Sent: ..." header block on). Attachments are named in
 metadata "attachments"; `attachments` gives their bytes, and corpus.extract reads the documents
-among them into the message's text.
+among them into the message's text (the first CAIRN_EMAIL_MAX_ATTACHMENTS, in CAIRN_EMAIL_SECONDS).
 
 An .rtf is read with striprtf (a small pure-Python reader of RTF's control words: no converter
 process, no dependency): each RTF paragraph a paragraph, bullet lines list items, table rows (cells

@@ -9,13 +9,22 @@ have no original.
 
 The way back (original_url) is built here only: a PDF opens in the browser's own viewer at
 ``#page=12``; a browser opens a deck or a workbook at no slide or row, so those open in Cairn's view
-of the stored file read again by the Office reader (original_slide, original_sheet).
+of the stored file read again by the Office reader (original_slide, original_sheet). What the reader
+made of it is kept beside the original (``ab/cd/<sha256>.view.json.gz``, its slides or sheets,
+compressed), so that only the first view reads the file: reading a large workbook takes seconds,
+and each page of the view is a GET anyone who may read the document can repeat. It is kept in
+the originals' storage rather than Django's cache (none is configured: each process would keep
+its own copy in memory, tens of megabytes for a large workbook), shared by every process, and goes
+with its original.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import re
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -111,16 +120,17 @@ def originals_release(ids: list[int]) -> None:
     """Remove the originals among `ids` that no document points at any more: their rows now, their
     files once the transaction has committed (and only if no original has taken the name since)."""
     unused = Original.objects.filter(id__in=ids, documents__isnull=True)
-    names = list(unused.values_list("file", flat=True))
+    names = list(unused.values_list("file", "sha256"))
     if not names:
         return
     unused.delete()
 
     def delete_files() -> None:
         storage = originals_storage()
-        for name in names:
+        for name, sha256 in names:
             if not Original.objects.filter(file=name).exists():
                 storage.delete(name)
+                storage.delete(view_name(sha256))
 
     transaction.on_commit(delete_files)
 
@@ -229,6 +239,11 @@ class NotInOriginal(LookupError):
     """The place asked for is not in the file (a slide past the last, a sheet it does not have)."""
 
 
+def view_name(sha256: str) -> str:
+    """Where the view of an original is kept, beside it."""
+    return storage_name(sha256, ".view.json.gz")
+
+
 def _read_located(original: Original, suffix: str) -> str:
     from corpus import office
 
@@ -236,6 +251,23 @@ def _read_located(original: Original, suffix: str) -> str:
         data = handle.read()
     reader = {".pptx": office.read_pptx, ".xlsx": office.read_xlsx}[suffix]
     return reader(data).text
+
+
+def _viewed(original: Original, suffix: str, kind: str) -> list[tuple[dict, list[str]]]:
+    """The original's slides or sheets (_sections): kept from an earlier view, else read from the
+    file and kept. A kept copy that cannot be read (a write cut short) is read again and replaced."""
+    storage, name = originals_storage(), view_name(original.sha256)
+    if storage.exists(name):
+        try:
+            with storage.open(name, "rb") as handle:
+                return [(found, lines) for found, lines in json.loads(gzip.decompress(handle.read()))]
+        except (OSError, EOFError, ValueError, zlib.error):
+            storage.delete(name)
+    sections = _sections(_read_located(original, suffix), kind)
+    saved = storage.save(name, ContentFile(gzip.compress(json.dumps(sections).encode(), compresslevel=6)))
+    if saved != name:  # another request kept it first: this copy goes
+        storage.delete(saved)
+    return sections
 
 
 def _sections(text: str, kind: str) -> list[tuple[dict, list[str]]]:
@@ -254,7 +286,7 @@ def _sections(text: str, kind: str) -> list[tuple[dict, list[str]]]:
 def original_slide(original: Original, number: int) -> Slide:
     """Slide `number` of a stored deck, as the PowerPoint reader reads it: its title, its text and
     tables, its speaker notes."""
-    slides = _sections(_read_located(original, ".pptx"), "slide")
+    slides = _viewed(original, ".pptx", "slide")
     if not 1 <= number <= len(slides):
         raise NotInOriginal(f"the presentation has {len(slides)} slides")
     blocks = parse_blocks("\n".join(slides[number - 1][1]))
@@ -268,7 +300,7 @@ def original_sheet(original: Original, name: str | None, cited: tuple[int, int] 
     """Sheet `name` (the first when None) of a stored workbook as the Excel reader reads it: its rows
     with text, numbered as the sheet numbers them, `cited` (first, last) marked; at most
     MAX_SHEET_ROWS, around the cited ones."""
-    sheets = _sections(_read_located(original, ".xlsx"), "sheet")
+    sheets = _viewed(original, ".xlsx", "sheet")
     names = [found["sheet"] for found, _ in sheets]
     if name is None and names:
         name = names[0]

@@ -27,14 +27,17 @@ A page without a text layer (or with almost no text over a full-page image) is r
 pypdfium2 at 300 dpi and read by Tesseract (pytesseract), in the languages CAIRN_OCR_LANGUAGES
 names; its marker carries the mean word confidence (``{"page": 3, "ocr": 0.91}``) and the
 document's metadata names the pages read so ("ocr_pages") and those below CAIRN_OCR_LOW_CONFIDENCE
-("low_confidence_pages"), for curators to check.
+("low_confidence_pages"), for curators to check. Every text layer is read before any page is
+OCR'd, so that a file with more scanned pages than CAIRN_OCR_MAX_PAGES is refused at once.
 
 Hostile files: a password-protected PDF is refused (one whose user password is empty is read), a
 damaged one is an ExtractionError, a file of more than CAIRN_PDF_MAX_PAGES pages or whose streams
-inflate past MAX_INFLATED_BYTES is refused before its pages are read, and reading the text layer
-has CAIRN_PDF_SECONDS in all: in the main thread (the ingest command, the worker) a timer stops a
-page mid-read, between two calls into PDFium; in another thread the budget is checked between
-pages. PDFium is not thread-safe: every call into it holds one lock.
+inflate past MAX_INFLATED_BYTES is refused before its pages are read, one of more scanned pages
+than CAIRN_OCR_MAX_PAGES before any is OCR'd (a few kilobytes can draw one image on every page),
+and reading it, OCR included, has CAIRN_PDF_SECONDS in all: in the main thread (the ingest
+command, the worker) a timer stops a page mid-read, between two calls into PDFium; in another
+thread the budget is checked between pages; Tesseract runs with what is left as its timeout.
+PDFium is not thread-safe: every call into it holds one lock.
 """
 
 from __future__ import annotations
@@ -62,7 +65,8 @@ from functools import lru_cache
 from corpus import locations
 from corpus.reading import Reading
 
-# (page number, page count, whether the page was read by OCR): called after each page.
+# (page number, page count, whether the page was read by OCR): called after each page, the pages
+# with a text layer first (read as they come), then the scanned ones (read by OCR once all are known).
 PageHook = Callable[[int, int, bool], None]
 
 MARGIN_BAND = 0.08  # the top and bottom share of a page where running headers and footers sit
@@ -86,11 +90,13 @@ class _OutOfTime(BaseException):
     """Raised by the budget's timer. A BaseException: no library's `except Exception` swallows it."""
 
 
-def read_pdf(data: bytes, *, on_page: PageHook | None = None) -> Reading:
-    """A PDF's block text, with a location marker before each page, its title and its properties."""
+def read_pdf(data: bytes, *, on_page: PageHook | None = None, seconds: float | None = None) -> Reading:
+    """A PDF's block text, with a location marker before each page, its title and its properties.
+    It has CAIRN_PDF_SECONDS, or `seconds` when fewer are left to its caller (an e-mail's attachment)."""
     from django.conf import settings
 
-    budget = _Budget(settings.CAIRN_PDF_SECONDS)
+    limit = settings.CAIRN_PDF_SECONDS if seconds is None else min(seconds, settings.CAIRN_PDF_SECONDS)
+    budget = _Budget(limit)
     if _inflated_size(data, MAX_INFLATED_BYTES) > MAX_INFLATED_BYTES:
         raise PdfError(f"its compressed streams inflate to more than {MAX_INFLATED_BYTES // 2**20} MB")
     try:
@@ -102,10 +108,10 @@ def read_pdf(data: bytes, *, on_page: PageHook | None = None) -> Reading:
             with _pdfium:
                 document.close()
     except _OutOfTime:
-        raise PdfError(
-            f"reading it took more than {settings.CAIRN_PDF_SECONDS:g} s (CAIRN_PDF_SECONDS): a pathological "
-            "or very large PDF"
-        ) from None
+        allowed = (
+            f"{limit:g} s (CAIRN_PDF_SECONDS)" if limit == settings.CAIRN_PDF_SECONDS else f"the {limit:.1f} s left"
+        )
+        raise PdfError(f"reading it took more than {allowed}: a pathological or very large PDF") from None
 
 
 def _open(data: bytes):
@@ -134,7 +140,6 @@ def _read(document, budget: _Budget, *, on_page: PageHook | None) -> Reading:
     if not count:
         raise PdfError("cannot read PDF: it has no pages")
 
-    ocr = _Ocr(document, settings.CAIRN_OCR_LANGUAGES, settings.CAIRN_TESSERACT)
     read: list[_Page] = []
     for number in range(1, count + 1):
         try:
@@ -144,11 +149,20 @@ def _read(document, budget: _Budget, *, on_page: PageHook | None) -> Reading:
             raise
         except Exception as exc:  # noqa: BLE001 - a page PDFium cannot load is the file's fault
             raise PdfError(f"cannot read PDF: page {number}: {_reason(exc)}") from None
-        if found.scanned:
-            found = ocr.read(number, count)
         read.append(found)
+        if on_page and not found.scanned:
+            on_page(number, count, False)
+    scanned = [page.number for page in read if page.scanned]
+    if len(scanned) > settings.CAIRN_OCR_MAX_PAGES:
+        raise PdfError(
+            f"it has {len(scanned)} scanned pages to read by OCR, more than CAIRN_OCR_MAX_PAGES "
+            f"({settings.CAIRN_OCR_MAX_PAGES}): split it into smaller files"
+        )
+    ocr = _Ocr(document, settings.CAIRN_OCR_LANGUAGES, settings.CAIRN_TESSERACT)
+    for number in scanned:
+        read[number - 1] = ocr.read(number, budget)
         if on_page:
-            on_page(number, count, found.confidence is not None)
+            on_page(number, count, True)
     if not any(page.lines for page in read):
         raise PdfError("the PDF has no text layer and no scanned page to read: nothing to index")
 
@@ -156,7 +170,6 @@ def _read(document, budget: _Budget, *, on_page: PageHook | None) -> Reading:
     with _pdfium:
         info = document.get_metadata_dict(skip_empty=True)
     metadata = _properties(info)
-    scanned = [p.number for p in read if p.confidence is not None]
     if scanned:
         metadata["ocr_pages"] = scanned
         metadata["low_confidence_pages"] = [
@@ -170,18 +183,19 @@ def _read(document, budget: _Budget, *, on_page: PageHook | None) -> Reading:
 
 
 class _Budget:
-    """Seconds the text layer of one file may take to read, OCR aside (Tesseract has its own limit
-    per page). In the main thread a timer (SIGALRM) interrupts the reading wherever it is; in another
-    thread (a web request) it is checked when each step ends."""
+    """Seconds one file may take to read, OCR included. In the main thread a timer (SIGALRM)
+    interrupts the reading wherever it is; in another thread (a web request) it is checked when
+    each step ends. A step that `waits` on a process of its own (Tesseract, under a timeout of what
+    is left) is only counted: a signal would leave the process running."""
 
     def __init__(self, seconds: float):
         self.left = seconds
 
     @contextmanager
-    def running(self):
+    def running(self, *, waits: bool = False):
         if self.left <= 0:
             raise _OutOfTime
-        timer = _can_time()
+        timer = not waits and _can_time()
         if timer:
             previous = signal.signal(signal.SIGALRM, _ring)
             signal.setitimer(signal.ITIMER_REAL, self.left)
@@ -687,7 +701,8 @@ class _Ocr:
     def __init__(self, document, languages: str, command: str):
         self.document, self.languages, self.command = document, languages, command
 
-    def read(self, number: int, count: int) -> _Page:
+    def read(self, number: int, budget: _Budget) -> _Page:
+        """Page `number` rendered and read, in the time `budget` has left."""
         import pytesseract
 
         if not tesseract_path(self.command):
@@ -700,17 +715,25 @@ class _Ocr:
                 f"page {number} is a scanned image and Tesseract has no {', '.join(missing)} language data: "
                 f"install tesseract-ocr-{missing[0]} or change CAIRN_OCR_LANGUAGES"
             )
-        image, scale = self._render(number)
+        with budget.running():
+            image, scale = self._render(number)
         pytesseract.pytesseract.tesseract_cmd = self.command
         # One thread: Tesseract's OpenMP threads spin against each other and the embedder's on a
         # small machine (a dense page took 13 s on 2 busy cores, 2.6 s single-threaded, 2026-11-26).
-        # pytesseract runs it with its module's `environ`; this process's own stays as it is.
-        pytesseract.pytesseract.environ = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+        # pytesseract runs it with its module's `environ`: only what Tesseract needs, nothing of
+        # this process's settings or secrets (it reads hostile images).
+        pytesseract.pytesseract.environ = {
+            "PATH": os.environ.get("PATH", os.defpath),
+            "OMP_THREAD_LIMIT": "1",
+            **{name: os.environ[name] for name in ("TESSDATA_PREFIX", "TMPDIR") if name in os.environ},
+        }
+        timeout = min(OCR_PAGE_SECONDS, budget.left)
         try:  # hOCR: each line's words with their confidence, and the line's text size (x_size)
-            found = pytesseract.image_to_pdf_or_hocr(
-                image, lang=self.languages, extension="hocr", timeout=OCR_PAGE_SECONDS
-            )
+            with budget.running(waits=True):
+                found = pytesseract.image_to_pdf_or_hocr(image, lang=self.languages, extension="hocr", timeout=timeout)
         except RuntimeError as exc:  # pytesseract's timeout
+            if timeout < OCR_PAGE_SECONDS:
+                raise _OutOfTime from None
             raise PdfError(f"OCR of page {number} took more than {OCR_PAGE_SECONDS} s") from exc
         except pytesseract.TesseractError as exc:
             raise PdfError(f"OCR of page {number} failed: {_reason(exc)}") from exc

@@ -13,12 +13,17 @@
 
 All only ever see VERIFIED evidence: the gate decides what reaches this module. What an LLM
 writes is checked sentence by sentence before anyone reads it (pipeline/output_gate.py).
+
+A model server's failure reaches the asker (the answer's notes) as its kind and HTTP status only:
+what the server said (an error body, a proxy's page, a stack trace naming hosts or keys) goes to
+this server's log.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
 import time
 from collections.abc import Generator as Stream
@@ -37,6 +42,8 @@ from pipeline.extractive import Sentence, answer_selection, lead_switch, making_
 
 if TYPE_CHECKING:
     from pipeline.gate import Candidate
+
+log = logging.getLogger(__name__)
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
 NOT_STATED = "No passage states the answer; these look related:"
@@ -275,8 +282,12 @@ class OllamaGenerator:
 
         try:
             yield
-        except (ollama.ResponseError, httpx.HTTPError, ConnectionError, OSError) as exc:
-            raise GeneratorUnavailable(f"Ollama ({self.model}) failed: {exc}") from exc
+        except ollama.ResponseError as exc:
+            log.warning("Ollama (%s) answered HTTP %s: %s", self.model, exc.status_code, exc.error)
+            raise GeneratorUnavailable(f"Ollama ({self.model}) answered HTTP {exc.status_code}") from exc
+        except (httpx.HTTPError, ConnectionError, OSError) as exc:
+            log.warning("Ollama (%s) failed: %r", self.model, exc)
+            raise GeneratorUnavailable(f"Ollama ({self.model}) failed: {type(exc).__name__}") from exc
 
     def _call(self, method: str, **kwargs):
         with self._reachable():
@@ -346,9 +357,10 @@ class OpenAIGenerator:
                        "max_tokens": self.max_tokens, "stream": True}  # fmt: skip
             with self.client.stream("POST", "chat/completions", json=request) as response:
                 if response.status_code != 200:
-                    raise GeneratorUnavailable(
-                        f"{self.name} server answered HTTP {response.status_code}: {response.read()[:300]!r}"
+                    log.warning(
+                        "%s server answered HTTP %s: %r", self.name, response.status_code, response.read()[:2000]
                     )
+                    raise GeneratorUnavailable(f"{self.name} server answered HTTP {response.status_code}")
                 for line in response.iter_lines():
                     if time.monotonic() > deadline:
                         raise GeneratorUnavailable(f"{self.name} server still writing after {self.timeout:g} s")
@@ -361,8 +373,9 @@ class OpenAIGenerator:
                         yield piece
             # A stream that stops without [DONE] was cut off, or was never a chat-completions stream.
             raise GeneratorUnavailable(f"{self.name} server's answer ended without [DONE]")
-        except httpx.HTTPError as exc:
-            raise GeneratorUnavailable(f"{self.name} server ({self.model}) failed: {exc!r}") from exc
+        except httpx.HTTPError as exc:  # its message may quote what the server sent (a malformed header)
+            log.warning("%s server (%s) failed: %r", self.name, self.model, exc)
+            raise GeneratorUnavailable(f"{self.name} server ({self.model}) failed: {type(exc).__name__}") from exc
 
     def generate(self, question, evidence, *, warnings=(), temperature=0.0) -> Generation:
         stream = self.stream(question, evidence, warnings=warnings, temperature=temperature)
@@ -392,13 +405,13 @@ def _delta(data: str) -> str:
     try:
         event = json.loads(data)
         if "error" in event:
-            raise GeneratorUnavailable(f"the model server reported an error: {str(event['error'])[:300]}")
+            log.warning("the model server reported an error: %s", str(event["error"])[:2000])
+            raise GeneratorUnavailable("the model server reported an error")
         choices = event.get("choices") or [{}]
         return (choices[0].get("delta") or {}).get("content") or ""
     except (ValueError, AttributeError, TypeError) as exc:
-        raise GeneratorUnavailable(
-            f"the model server sent what is not a chat-completions event: {data[:200]!r}"
-        ) from exc
+        log.warning("the model server sent what is not a chat-completions event: %r", data[:2000])
+        raise GeneratorUnavailable("the model server sent what is not a chat-completions event") from exc
 
 
 CHARS_PER_TOKEN = 3  # English runs ~4 characters a token in the usual BPE vocabularies: 3 errs towards room
