@@ -281,7 +281,7 @@ def main() -> None:
     os.environ["CAIRN_SOURCES_CRAWL_DELAY"] = "0"
     os.environ["CAIRN_SOURCES_ALLOW_NETWORKS"] = "127.0.0.0/8"
     django_setup()
-    result: dict = {"measured_on": "2026-11-26"}
+    result: dict = {"measured_on": time.strftime("%Y-%m-%d")}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         result["website"] = website(work)
