@@ -37,7 +37,9 @@ def email_problem(data: bytes) -> str | None:
     """Why `data` is not an e-mail message, or None: it must open with RFC 5322 headers, one of
     them From, To, Subject or Date."""
     message = _parse(data)
-    if not any(message.get(name) is not None for name in _HEADERS):
+    # By name only: a header's value is parsed when read, and a crafted one (a comment nested a
+    # thousand deep in From) takes the email package's parser past the recursion limit.
+    if not any(name in message for name in _HEADERS):
         return "not an e-mail message (no From, To, Subject or Date header)"
     return None
 
@@ -56,12 +58,12 @@ def read_eml(data: bytes) -> Reading:
             metadata[name] = value
     try:
         date = message["date"].datetime if message["date"] is not None else None
-    except (AttributeError, TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - a date the policy cannot parse (or recurses on) is left out
         date = None
     if date is not None:
         metadata["date"] = date.isoformat()
         metadata["modified"] = date.isoformat()  # what the dispute preference for newer sources reads
-    attachments = [part.get_filename() or part.get_content_type() for part in message.iter_attachments()]
+    attachments = [_attachment_name(part) for part in message.iter_attachments()]
     if attachments:
         metadata["attachments"] = [" ".join(str(name).split())[:200] for name in attachments]
     text = ""
@@ -92,6 +94,13 @@ def attachments(data: bytes) -> list[tuple[str, bytes]]:
         if name and payload:
             found.append((name, payload))
     return found
+
+
+def _attachment_name(part) -> str:
+    try:
+        return part.get_filename() or part.get_content_type()
+    except Exception:  # noqa: BLE001 - a Content-Disposition the policy cannot parse
+        return "attachment"
 
 
 def _header(message: EmailMessage, name: str) -> str | None:

@@ -124,9 +124,6 @@ def _expected(suffix: str, shape: str) -> list:
     key = f"{suffix} {shape}"
     if key == ".eml messages forwarded within":  # 75-97 ms per 10 KB: passes or not by a few per cent
         return [pytest.mark.xfail(reason="as e-mail parts, at the bound", strict=False)]
-    if key == ".eml comments nested in the sender":
-        reason = "the email package parses a comment by recursion: RecursionError, a 500 instead of a 400"
-        return [pytest.mark.xfail(raises=RecursionError, reason=reason, strict=True)]
     return [pytest.mark.xfail(reason=SLOW[key], strict=True)] if key in SLOW else []
 
 
