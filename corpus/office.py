@@ -291,23 +291,23 @@ def read_docx(data: bytes) -> Reading:
     document = Package.open(io.BytesIO(data)).main_document_part.document
     title = (document.core_properties.title or "").strip()
     notes = _Notes(document)
+    styles = _Styles(document)
     blocks: list[str] = []
     for part in document.iter_inner_content():
         if isinstance(part, Table):
-            rows = [[_text(cell._tc, notes, paragraphs=True) for cell in row.cells] for row in part.rows]
-            blocks.append("\n".join(table_lines(rows)))
+            blocks.append("\n".join(table_lines(_table_rows(part._tbl, notes))))
             blocks.extend(notes.cited())
             continue
         text = _line(_text(part._p, notes))
         if not text:
             continue
-        style = (part.style.name if part.style is not None else "") or ""
+        style = styles.name(part)
         if style.casefold() == "title":
             title = title or text
             blocks.append(f"# {text}")
         elif level := _HEADING_STYLE.match(style):
             blocks.append(f"{'#' * min(max(int(level.group(1)), 1), 6)} {text}")
-        elif (outline := _outline_level(part)) is not None:
+        elif (outline := _outline_level(part, styles)) is not None:
             blocks.append(f"{'#' * min(outline + 1, 6)} {text}")
         elif style.casefold().startswith("list") or _numbered(part):
             blocks.append(f"- {text}")
@@ -353,6 +353,53 @@ def _text(element, notes: _Notes | None = None, *, paragraphs: bool = False) -> 
     return "".join(out)
 
 
+_MOST_COLUMNS = 63  # the widest table Word makes
+
+
+def _table_rows(table, notes: _Notes) -> list[list[str]]:
+    """The text of a Word table's cells (w:tbl), row by row, as python-docx's row.cells gives it: a
+    cell once for each grid column it spans (w:gridSpan), a vertically merged cell (w:vMerge) as the
+    cell it continues. Read in one pass, each cell's text once: python-docx walks up the rows above
+    each merged cell to find where it starts (quadratic), and repeats a cell for every column its
+    span claims, however many (a million from a few bytes). A span stops at the table's width: its
+    grid (w:tblGrid) or the most cells a row has, whichever is wider, and at most Word's widest."""
+    width = max(
+        (sum(1 for _ in tr.iterchildren(f"{_W}tc")) for tr in table.iterchildren(f"{_W}tr")),
+        default=0,
+    )
+    width = max(width, len(table.findall(f"{_W}tblGrid/{_W}gridCol")))
+    width = min(width, _MOST_COLUMNS)
+    texts: dict = {}
+    rows: list[list[str]] = []
+    above: dict[int, tuple] = {}  # grid offset -> (the cell a merge starting there continues, its span)
+    for tr in table.iterchildren(f"{_W}tr"):
+        offset = _decimal(tr.find(f"{_W}trPr/{_W}gridBefore"), 0)
+        cells: list[str] = []
+        starts: dict[int, tuple] = {}
+        for tc in tr.iterchildren(f"{_W}tc"):
+            span = _decimal(tc.find(f"{_W}tcPr/{_W}gridSpan"), 1)
+            merge = tc.find(f"{_W}tcPr/{_W}vMerge")
+            origin = (tc, span)
+            if merge is not None and merge.get(f"{_W}val", "continue") == "continue":
+                origin = above.get(offset, origin)  # python-docx refuses a merge with no cell above it
+            starts[offset] = origin
+            if origin[0] not in texts:
+                texts[origin[0]] = _text(origin[0], notes, paragraphs=True)
+            cells.extend([texts[origin[0]]] * min(origin[1], max(width - offset, 1)))
+            offset += span
+        above = starts
+        rows.append(cells)
+    return rows
+
+
+def _decimal(element, default: int) -> int:
+    """The w:val of a Word property element as a number, `default` when absent or unreadable."""
+    try:
+        return int(element.get(f"{_W}val")) if element is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
 class _Notes:
     """A Word document's footnotes and endnotes (their parts parsed with defusedxml), numbered in
     the order the body cites them, handed out after the block that cites them."""
@@ -387,14 +434,62 @@ class _Notes:
         return pending
 
 
-def _outline_level(paragraph) -> int | None:
+class _Styles:
+    """A Word document's styles by id, indexed once. python-docx finds a paragraph's style, and each
+    style it is based on, by scanning all the styles: quadratic in a document of many styles. The
+    answers are python-docx's: an unknown id, or one of a style that is not a paragraph style,
+    reads as the default paragraph style; a package without styles has python-docx's defaults."""
+
+    def __init__(self, document) -> None:
+        self._element = document.part.styles.element
+        self._by_id: dict = {}
+        for style in self._element.iterchildren(f"{_W}style"):
+            self._by_id.setdefault(style.get(f"{_W}styleId"), style)  # the first of an id, as python-docx
+        self._default: list = []  # found when first needed: python-docx only looks then
+        self._names: dict = {}
+        self._outlines: dict = {}
+
+    def of(self, paragraph):
+        from docx.enum.style import WD_STYLE_TYPE
+
+        style_id = paragraph._p.style
+        style = self._by_id.get(style_id) if style_id else None
+        if style is None or style.type != WD_STYLE_TYPE.PARAGRAPH:
+            if not self._default:
+                self._default.append(self._element.default_for(WD_STYLE_TYPE.PARAGRAPH))
+            style = self._default[0]
+        return style
+
+    def name(self, paragraph) -> str:
+        from docx.styles import BabelFish
+
+        style = self.of(paragraph)
+        if style is None:
+            return ""
+        if style not in self._names:
+            name = style.name_val
+            self._names[style] = (BabelFish.internal2ui(name) if name is not None else "") or ""
+        return self._names[style]
+
+    def outline(self, style) -> list:
+        """The w:outlineLvl values a style or the first 20 of its based-on chain set (a loop ends
+        too), worked out once a style."""
+        if style not in self._outlines:
+            found, at, seen = [], style, 0
+            while not found and at is not None and seen < 20:
+                found = at.xpath("./w:pPr/w:outlineLvl/@w:val")
+                based_on = at.basedOn_val
+                at, seen = (self._by_id.get(based_on) if based_on is not None else None), seen + 1
+            self._outlines[style] = found
+        return self._outlines[style]
+
+
+def _outline_level(paragraph, styles: _Styles) -> int | None:
     """The outline level (0 for a top heading) a paragraph or its style chain sets with
     w:outlineLvl, None for body text (level 9, or none set)."""
     found = paragraph._p.xpath("./w:pPr/w:outlineLvl/@w:val")
-    style, seen = paragraph.style, 0
-    while not found and style is not None and seen < 20:  # a style's based-on chain (a loop ends too)
-        found = style.element.xpath("./w:pPr/w:outlineLvl/@w:val")
-        style, seen = style.base_style, seen + 1
+    if not found and (style := styles.of(paragraph)) is not None:
+        found = styles.outline(style)
     try:
         level = int(found[0]) if found else 9
     except ValueError:
@@ -501,6 +596,7 @@ def _bounded(rows: Iterable[tuple], budget: list[int]) -> Iterator[tuple]:
 
 _NUMBER = re.compile(r"^[-+(]?[$€£¥]?\s?\d[\d.,\s']*%?\)?$")
 _HEADER_SEARCH_ROWS = 30  # the header is looked for among a sheet's first rows with text
+_MAX_PADDING = 16  # empty cells a row is always padded with; a longer row, up to its own length
 
 
 def sheet_blocks(name: str, rows: Iterable[tuple[int, Iterable]], *, section: bool = True) -> list[str]:
@@ -534,7 +630,12 @@ def sheet_blocks(name: str, rows: Iterable[tuple[int, Iterable]], *, section: bo
         return [*blocks, "\n".join(lines)]
     lines.append("|" + "---|" * width)
     for number, cells in body:
-        lines += [locations.sheet(name, number), "| " + " | ".join(cells + [""] * (width - len(cells))) + " |"]
+        # A row padded to the table's width reads each cell under its column's header (row_text).
+        # Padding a row many times its own length (one cell under a header of thousands) would
+        # cost rows times columns: such a row is written as it is, its cells joined without labels.
+        missing = width - len(cells)
+        padding = [""] * missing if missing <= max(len(cells), _MAX_PADDING) else []
+        lines += [locations.sheet(name, number), "| " + " | ".join(cells + padding) + " |"]
     return [*blocks, "\n".join(lines)]
 
 

@@ -12,7 +12,8 @@ entry and its manifest (a password-protected package is refused) before anything
 
 A spreadsheet repeats rows and cells by count (table:number-rows-repeated="1048571" for the empty
 rest of a sheet): empty repeats only advance the row number, and the cells read are bounded by
-MAX_WORKBOOK_CELLS as a workbook's are.
+MAX_WORKBOOK_CELLS as a workbook's are; text repeated into more cells than the file's size
+accounts for is refused (_sheet_rows).
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ class _Notes:
         mark = (citation.text or "").strip() if citation is not None else ""
         mark = mark or str(self.counts[kind])
         body = note.find(NOTE_BODY)
-        text = _line(" ".join(_inline(p, self) for p in body.iter() if p.tag in (P, H))) if body is not None else ""
+        text = _line(" ".join(_inline(p, self) for p in _paragraphs(body))) if body is not None else ""
         if text:
             self.pending.append(f"{kind.capitalize()} {mark}: {text}")
         return f"[{mark}]"
@@ -153,6 +154,17 @@ class _Notes:
     def cited(self) -> list[str]:
         pending, self.pending = self.pending, []
         return pending
+
+
+def _paragraphs(element):
+    """The paragraphs and headings under `element` that no other one holds: _inline reads those
+    nested in them (a frame's, a note's) itself, so reading every descendant would read a nested
+    note again at each level above it, exponential in the depth."""
+    for child in element:
+        if child.tag in (P, H):
+            yield child
+        elif child.tag not in _SKIPPED:
+            yield from _paragraphs(child)
 
 
 def _inline(element, notes: _Notes | None = None) -> str:
@@ -181,16 +193,37 @@ def _cell_text(cell, notes: _Notes | None = None) -> str:
     return " ".join(_inline(p, notes) for p in cell.iter() if p.tag in (P, H))
 
 
+_TABLE_REPEATS = 100  # cells a text or slide table may add by repeats: a crafted one adds a million
+
+
 def _table(table, notes: _Notes | None = None) -> str:
-    """A text or slide table (small: repeats are not expected) as a pipe table under its first row."""
+    """A text or slide table as a pipe table under its first row. Repeats are not expected in one
+    (a spreadsheet's padding is), so they add at most _TABLE_REPEATS cells a table, each repeat
+    read once past them; trailing empty cells and empty rows, which table_lines drops, are not
+    expanded at all."""
+    spare = _TABLE_REPEATS
     rows = []
     for row in table.iter(TABLE_ROW):
-        cells = []
+        cells: list[str] = []
+        gap = 0  # empty cells since the last with text: written only when text follows them
         for cell in row:
-            if cell.tag in (TABLE_CELL, COVERED_CELL):
-                repeat = min(int(cell.get(_REPEATED_COLUMNS, "1") or 1), 1000)
-                cells.extend([_cell_text(cell, notes)] * repeat)
-        rows.extend([cells] * min(int(row.get(_REPEATED_ROWS, "1") or 1), 1000))
+            if cell.tag not in (TABLE_CELL, COVERED_CELL):
+                continue
+            count = max(int(cell.get(_REPEATED_COLUMNS, "1") or 1), 1)
+            text = _cell_text(cell, notes)
+            if not text.strip():
+                gap += count
+                continue
+            extra = min(gap + count - 1, spare)
+            spare -= extra
+            cells.extend([""] * min(gap, extra) + [text] * (1 + extra - min(gap, extra)))
+            gap = 0
+        if not cells:
+            continue
+        repeat = max(int(row.get(_REPEATED_ROWS, "1") or 1), 1)
+        copies = min(repeat - 1, spare // len(cells))
+        spare -= copies * len(cells)
+        rows.extend([cells] * (1 + copies))
     return "\n".join(table_lines(rows))
 
 
@@ -308,15 +341,26 @@ def read_ods(data: bytes) -> Reading:
     spreadsheet, title, metadata = _document(data, "spreadsheet")
     blocks: list[str] = []
     budget = [MAX_WORKBOOK_CELLS]
+    repeats = [max(_MIN_REPEATS, len(data) // _BYTES_PER_REPEAT)]
     for table in spreadsheet.iter(TABLE):
         name = table.get(_q("table:name")) or "Sheet"
-        blocks.extend(sheet_blocks(name, _sheet_rows(table, budget)))
+        blocks.extend(sheet_blocks(name, _sheet_rows(table, budget, repeats)))
     return Reading(_join(blocks), title, metadata, located=True)
 
 
-def _sheet_rows(table, budget: list[int]):
+# Text repeated by count: LibreOffice writes a run of identical cells or rows once, so a column
+# filled down with one value takes a few bytes for any number of rows. Each repeated row is
+# still a row of the reading (its marker and line, about 30 µs), so the rows and cells repeats
+# add are bounded by the file's size: a sheet repeating text further than a real one would is
+# refused, not read for seconds.
+_MIN_REPEATS = 2_000
+_BYTES_PER_REPEAT = 4
+
+
+def _sheet_rows(table, budget: list[int], repeats: list[int]):
     """(row number, cells) of a sheet's rows with text, numbered as the sheet shows them. Empty rows
-    and cells repeated by count cost nothing; repeated cells with text count against `budget`."""
+    and cells repeated by count cost nothing; repeated cells with text count against `budget`, and
+    the cells their repeats add against `repeats` too."""
     number = 0
     for row in table.iter(TABLE_ROW):
         repeat = int(row.get(_REPEATED_ROWS, "1") or 1)
@@ -333,6 +377,7 @@ def _sheet_rows(table, budget: list[int]):
             budget[0] -= gap + count
             if budget[0] < 0:
                 raise OfficeError(f"the spreadsheet holds more than {MAX_WORKBOOK_CELLS} cells (empty ones counted)")
+            _repeated(repeats, count - 1)
             cells.extend([""] * gap + [text] * count)
             gap = 0
         if not cells:
@@ -341,6 +386,17 @@ def _sheet_rows(table, budget: list[int]):
         budget[0] -= len(cells) * (repeat - 1)
         if budget[0] < 0:
             raise OfficeError(f"the spreadsheet holds more than {MAX_WORKBOOK_CELLS} cells (empty ones counted)")
+        _repeated(repeats, (len(cells) + 1) * (repeat - 1))
         for _ in range(repeat):
             number += 1
             yield number, cells
+
+
+def _repeated(repeats: list[int], added: int) -> None:
+    repeats[0] -= max(added, 0)
+    if repeats[0] < 0:
+        raise OfficeError(
+            "the spreadsheet repeats cells with text (table:number-rows-repeated, table:number-columns-repeated) "
+            f"into more cells than its size allows: one for every {_BYTES_PER_REPEAT} bytes of the file, "
+            f"{_MIN_REPEATS} in a smaller one"
+        )

@@ -86,28 +86,9 @@ def test_every_entry_point_reads_crafted_text_in_linear_time(warm, entry, case):
 
 # The files a reader does not read within the bound yet (measured 2026-11-29), each expected to fail
 # until its reader is fixed: strict, so that the fix makes it pass and its line here goes.
-_REPEATED = "opendocument._table writes out rows and cells repeated 1,000 times each: a million cells from 200 bytes"
-_PADDED = "office.sheet_blocks pads every row to the widest: rows times columns cells (over 1 s per 10 KB)"
 SLOW = {
-    ".docx cells merged down": "python-docx finds each merged cell's origin by walking up the rows above it, for "
-    "every cell: quadratic (2.6 s at 20 KB, 25 s at 100 KB)",
-    ".docx a cell spanning a million columns": "python-docx yields a cell once for each grid column it spans "
-    "(w:gridSpan, unbounded): over a second a row of 120 bytes",
-    ".docx styles based on styles": "python-docx looks a paragraph's style, and each style it is based on, up among "
-    "all the styles: quadratic (97 ms per 10 KB at 26 KB, 148 ms at 51 KB, 251 ms at 101 KB)",
     ".csv a field a line": "linear, but 160 ms per 10 KB: each one-character row becomes a row marker and a table "
     "line, each parsed by the chunker",
-    ".csv a wide header over narrow rows": _PADDED,
-    ".odt footnotes nested in footnotes": "opendocument._Notes.cite reads every paragraph under a note, each of "
-    "which cites the notes nested in it again: exponential in the depth",
-    ".odt a table repeated": _REPEATED,
-    ".odp a table repeated": _REPEATED,
-    ".ods cells repeated across and down": "MAX_WORKBOOK_CELLS admits 2,000,000 cells, repeated from 900 bytes: "
-    "over 10 s",
-    ".ods a row repeated a million times": "MAX_WORKBOOK_CELLS admits a million rows, repeated from 900 bytes: "
-    "over 10 s",
-    ".ods a wide header over narrow rows": "16,384 header cells over 100,000 rows, within MAX_WORKBOOK_CELLS: "
-    + _PADDED,
     ".rtf hyperlink fields never closed": "striprtf's HYPERLINKS pattern backtracks over the rest of the line from "
     "each field: cubic",
     ".rtf a font table of fonts never named": "striprtf's FONTTABLE pattern scans the rest of the line from each \\f: "
@@ -117,7 +98,6 @@ SLOW = {
     ".eml multiparts nested": "linear, but 155-170 ms per 10 KB, as parts",
 }
 SLOW |= {key.replace(".csv", ".tsv", 1): why for key, why in SLOW.items() if key.startswith(".csv ")}
-SLOW |= {key.replace(".docx", ".docm", 1): why for key, why in SLOW.items() if key.startswith(".docx ")}
 
 
 def _expected(suffix: str, shape: str) -> list:
