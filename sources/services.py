@@ -173,7 +173,7 @@ def _credentials_check(reference: str, *, collection: Collection | None, operato
 def secret_grant(*, name: str, collection: Collection, host: str, actor=None) -> SecretGrant:
     """Let `collection`'s sources name the secret `name` (an environment variable or an absolute
     file path), sent only to `host` (audited). Granting what is granted already changes nothing."""
-    host = host_of(host if "://" in host else f"https://{host}")
+    host = _host_named(host)
     if not host:
         raise CairnError("host", "must be a host name or address, such as wiki.example.com")
     _credentials_check(name, collection=collection, operator=True)
@@ -187,12 +187,18 @@ def secret_grant(*, name: str, collection: Collection, host: str, actor=None) ->
     return grant
 
 
+def _host_named(host: str) -> str:
+    """The host an operator names for a grant ("wiki.example.com", "WIKI.example.com:8443" or a URL) as
+    requests are matched against it: lower case, without port or scheme."""
+    return host_of(host if "://" in host else f"https://{host}")
+
+
 def secret_revoke(*, name: str, collection: Collection, host: str = "", actor=None) -> int:
     """Take back the grants of `name` to `collection` (for `host` only, when given), each audited.
     Sources that still name it fail their next sync, naming the missing grant. Returns how many."""
     grants = SecretGrant.objects.filter(name=name, collection=collection)
     if host:
-        grants = grants.filter(host=host_of(host if "://" in host else f"https://{host}"))
+        grants = grants.filter(host=_host_named(host))
     revoked = 0
     with transaction.atomic():
         for grant in grants.select_for_update():
