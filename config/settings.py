@@ -228,6 +228,14 @@ CAIRN_ANSWER_THRESHOLD = env_float(
 CAIRN_ANSWER_STATED_FLOOR = env_float(
     "CAIRN_ANSWER_STATED_FLOOR", _calibrated.get("answer_stated_floor", 0.05), minimum=0.0, maximum=1.0
 )
+# The answer's calibrated confidence (judges/confidence.py): a logistic regression fitted by
+# benchmarks/answer_confidence.py, which also sets the threshold; below it Cairn states no answer and
+# shows where to look. Without the file, answers are stated as the judge's floor alone decides.
+CAIRN_CONFIDENCE_MODEL = Path(env_str("CAIRN_CONFIDENCE_MODEL", str(BASE_DIR / "models" / "confidence" / "model.json")))
+CAIRN_ANSWER_CONFIDENCE = env_float(
+    "CAIRN_ANSWER_CONFIDENCE", calibration_read(CAIRN_CONFIDENCE_MODEL).get("threshold", 0.5), minimum=0.0,
+    maximum=1.0,
+)  # fmt: skip
 # A lead passage's sentence joins its best one at >= this share of the best's score: 0.1 on the
 # calibration part of held-out NQ kept 99% of the gold answers that the lead's three best sentences
 # hold (0.838 vs 0.845) in 2.26 sentences instead of 2.66.

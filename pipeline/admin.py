@@ -41,14 +41,14 @@ class EvidenceInline(admin.TabularInline):
 
 @admin.register(Answer)
 class AnswerAdmin(CuratedAdmin):
-    list_display = ["question", "mode", "action", "generator", "found", "user", "created_at"]
-    list_filter = ["mode", "action", "generator", "found"]
+    list_display = ["question", "mode", "action", "generator", "outcome", "confidence", "user", "created_at"]
+    list_filter = ["outcome", "mode", "action", "generator", "found"]
     list_select_related = ["user"]
     search_fields = ["question", "text", "response_id"]
     raw_id_fields = ["user"]
     readonly_fields = [
-        "response_id", "user", "question", "text", "found", "mode", "action", "generator", "citations", "external",
-        "iterations", "agreement", "notes", "timings_ms", "created_at",
+        "response_id", "user", "question", "text", "found", "outcome", "confidence", "mode", "action", "generator",
+        "citations", "external", "iterations", "agreement", "notes", "timings_ms", "created_at",
     ]  # fmt: skip
     inlines = [EvidenceInline]
 

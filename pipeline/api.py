@@ -85,6 +85,19 @@ class CitationSerializer(serializers.Serializer):
 
 class AnswerSerializer(serializers.ModelSerializer):
     answer = serializers.CharField(source="text")
+    found = serializers.BooleanField(help_text="True for the answered outcome only (as before `outcome` existed).")
+    outcome = serializers.ChoiceField(
+        choices=Answer.Outcome.choices,
+        help_text="answered: a stated answer Cairn is confident in; where_to_look: no claim, the passages that "
+        "look closest, each with its best sentence, cited (a dispute, 'Sources disagree', too); not_found: no "
+        "verified evidence.",
+    )
+    confidence = serializers.FloatField(
+        allow_null=True,
+        help_text="The calibrated probability (0-1) that the stated answer holds what was asked; null when "
+        "nothing was judged (not_found, an LLM's answer, which the output gate checks instead, or an answer "
+        "recorded before Cairn measured it).",
+    )
     citations = CitationSerializer(many=True, source="citations_placed")
     evidence = EvidenceSerializer(many=True)
     external = serializers.DictField(help_text="provider, query, results (count), error; empty when none ran.")
@@ -103,8 +116,9 @@ class AnswerSerializer(serializers.ModelSerializer):
     class Meta:
         model = Answer
         fields = [
-            "response_id", "question", "answer", "found", "mode", "action", "generator", "citations", "evidence",
-            "external", "iterations", "agreement", "notes", "sentences", "warnings", "timings_ms", "created_at",
+            "response_id", "question", "answer", "found", "outcome", "confidence", "mode", "action", "generator",
+            "citations", "evidence", "external", "iterations", "agreement", "notes", "sentences", "warnings",
+            "timings_ms", "created_at",
         ]  # fmt: skip
 
 

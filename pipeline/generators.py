@@ -27,6 +27,7 @@ import logging
 import re
 import time
 from collections.abc import Generator as Stream
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
@@ -37,8 +38,19 @@ from django.conf import settings
 from corpus.chunking import split_sentences
 from corpus.citations import citation_numbers, keep_citations
 from corpus.strips import under
+from judges.confidence import answer_confidence
 from pipeline import extractive
-from pipeline.extractive import Sentence, answer_selection, lead_switch, making_room, others_joining
+from pipeline.confidence import Passage, Quoted, answer_features
+from pipeline.extractive import (
+    WHERE_TO_LOOK_PASSAGES,
+    Sentence,
+    answer_selection,
+    closest_passages,
+    lead_switch,
+    making_room,
+    others_joining,
+    said_once,
+)
 
 if TYPE_CHECKING:
     from pipeline.gate import Candidate
@@ -46,7 +58,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NOT_FOUND = "Not found in the knowledge base: no verified evidence answers this question."
-NOT_STATED = "No passage states the answer; these look related:"
+# An answer Cairn could not confirm (its confidence below CAIRN_ANSWER_CONFIDENCE, or no sentence
+# stating one): no claim, the passages that look closest, each with its best sentence, cited.
+WHERE_TO_LOOK = "Cairn could not confirm an answer; these passages look closest:"
 DISAGREE = "Sources disagree:"
 NOT_FOUND_MARK = "NOT_FOUND"
 
@@ -63,6 +77,11 @@ class EvidenceText:
     relevances: tuple[float, ...] = ()  # the gate's relevance of each strip (0 where not scored)
     labels: tuple[str, ...] = ()  # the heading or term each strip sits under (gate.Strip.label)
     shows: tuple[str, ...] = ()  # the short code block each strip introduces, or "" (gate.Strip.shows)
+    # The gate's view of the whole passage (gate.Candidate), read by the answer's confidence
+    # (pipeline/confidence.py); 0 where not scored.
+    relevance: float = 0.0
+    similarity: float = 0.0
+    coverage: float = 0.0
 
 
 def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
@@ -70,10 +89,15 @@ def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
         EvidenceText(
             c.n, c.refined or c.text, c.title, c.origin, tuple(s.shown for s in c.strips),
             tuple(s.labelled for s in c.strips), tuple(s.relevance for s in c.strips), tuple(s.label for s in c.strips),
-            tuple(s.shows for s in c.strips),
+            tuple(s.shows for s in c.strips), c.relevance or 0.0, c.similarity or 0.0, c.coverage or 0.0,
         )
         for c in candidates
     ]  # fmt: skip
+
+
+# What an answer is (Answer.Outcome): a stated answer, "where to look" (passages, no claim), or
+# nothing found. `found` is true for ANSWERED only.
+ANSWERED, WHERE_TO_LOOK_OUTCOME, NOT_FOUND_OUTCOME = "answered", "where_to_look", "not_found"
 
 
 @dataclass
@@ -82,9 +106,19 @@ class Generation:
     cited: list[int]
     generator: str
     found: bool = True
+    # ANSWERED, WHERE_TO_LOOK_OUTCOME or NOT_FOUND_OUTCOME; left empty, it follows `found`
+    # (a found answer is ANSWERED, any other NOT_FOUND_OUTCOME).
+    outcome: str = ""
+    # P(the stated answer holds what was asked), judges/confidence.py; None where nothing was judged.
+    confidence: float | None = None
+    features: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
     notes: list[str] = field(default_factory=list)
     sentences: list[dict] = field(default_factory=list)  # an LLM's sentences as the output gate judged them
     timings_ms: dict[str, float] = field(default_factory=dict)  # the output gate's own time
+
+    def __post_init__(self) -> None:
+        if not self.outcome:
+            self.outcome = ANSWERED if self.found else NOT_FOUND_OUTCOME
 
 
 class GeneratorUnavailable(Exception):
@@ -166,19 +200,36 @@ class ExtractiveGenerator:
         floor = settings.CAIRN_ANSWER_STATED_FLOOR
         chosen = making_room(chosen, other_sentences, accept=accept, floor=floor, max_sentences=max_sentences)
         chosen += others_joining(chosen, other_sentences, floor=floor, max_sentences=max_sentences)
-        cited = list(dict.fromkeys(s.n for s in chosen))
+        chosen, also = said_once(chosen)
+        if not chosen:  # nothing left to quote (a guard: the selection above keeps the best sentence)
+            return not_found(self.name)
+        cited = list(dict.fromkeys(n for i, s in enumerate(chosen) for n in (s.n, *also.get(i, ()))))
         # Every sentence cited, also inside a strip that joined a short fragment to its neighbour
         # ("He won. It was 1990."): validation reads an uncited sentence as an unsupported claim.
         text = " ".join(
-            _cited(quoted, s.n, strips[s.n][s.position].shows) for s, quoted in zip(chosen, _named_once(chosen, strips))
+            _cited(quoted, s.n, strips[s.n][s.position].shows, also=also.get(i, ()))
+            for i, (s, quoted) in enumerate(zip(chosen, _named_once(chosen, strips)))
         )
-        if not chosen:  # nothing left to quote (a guard: the selection above keeps the best sentence)
-            return not_found(self.name)
-        if max(s.score for s in chosen) < floor:
-            # A relevant passage that states no answer: offered as related, not answered (and so
-            # never proposed as a corpus addition).
-            return Generation(f"{NOT_STATED} {text}", cited, self.name, found=False)
-        return Generation(text, cited, self.name)
+        features = answer_features(
+            question, [Quoted(s.text, s.score, strips[s.n][s.position].label, strips[s.n][s.position].relevance)
+                       for s in chosen],
+            lead_scores=[s.score for s in lead_sentences], other_scores=[s.score for s in other_sentences],
+            lead_relevances=[s.relevance for s in strips[lead.n]],
+            lead=Passage(lead.relevance, lead.similarity, lead.coverage), lead_rank=evidence.index(lead),
+            verified=len(evidence), switched=switched is not None, cited=len(cited),
+        )  # fmt: skip
+        confidence = answer_confidence(features)
+        sure = confidence is None or confidence >= settings.CAIRN_ANSWER_CONFIDENCE
+        if max(s.score for s in chosen) >= floor and sure:
+            return Generation(text, cited, self.name, confidence=confidence, features=features)
+        # A relevant passage that states no answer, or an answer Cairn is not sure of: no claim, the
+        # passages that look closest (and so never proposed as a corpus addition).
+        closest = closest_passages(lead_sentences, other_sentences, limit=WHERE_TO_LOOK_PASSAGES)
+        pointers = " ".join(_cited(s.text, s.n, strips[s.n][s.position].shows) for s in closest)
+        return Generation(
+            f"{WHERE_TO_LOOK} {pointers}", [s.n for s in closest], self.name, found=False,
+            outcome=WHERE_TO_LOOK_OUTCOME, confidence=confidence, features=features,
+        )  # fmt: skip
 
     def stream(self, question, evidence, *, warnings=()) -> Stream[str, None, Generation]:
         """The answer sentence by sentence (each with its citation), then the Generation."""
@@ -206,18 +257,20 @@ def _named_once(chosen: list[Sentence], strips: dict[int, list[_Strip]]) -> list
     return texts
 
 
-def _cited(strip: str, n: int, code: str = "") -> str:
+def _cited(strip: str, n: int, code: str = "", also: Sequence[int] = ()) -> str:
     """A chosen strip's sentences, each with its citation; the short code block its last sentence
     introduces ("…add these two directives:") follows that sentence, indented as Markdown shows
     code (the answer page keeps line breaks), before its citation, so that the sentence and its
-    code are one cited claim."""
+    code are one cited claim. `also`: other passages that say the same (said_once), cited after
+    the last sentence."""
     sentences = split_sentences(strip)
     if not sentences:
         return ""
     *leading, last = sentences
     block = "".join(f"\n    {line}" for line in code.splitlines())
+    marks = " ".join(f"[{m}]" for m in (n, *also))
     return " ".join(
-        [*(f"{sentence} [{n}]" for sentence in leading), f"{last}{block}\n[{n}]" if code else f"{last} [{n}]"]
+        [*(f"{sentence} [{n}]" for sentence in leading), f"{last}{block}\n{marks}" if code else f"{last} {marks}"]
     )
 
 
@@ -446,7 +499,10 @@ def disagreement(sides: list[tuple[int, str]], *, preferred: str = "") -> Genera
         text = f"{DISAGREE} the {preferred} says {first} [{first_n}] The other says {second} [{second_n}]"
     else:
         text = f"{DISAGREE} {first} [{first_n}] {second} [{second_n}]"
-    return Generation(text, [first_n, second_n], "extractive", found=False, notes=["sources disagree on the answer"])
+    return Generation(
+        text, [first_n, second_n], "extractive", found=False, outcome=WHERE_TO_LOOK_OUTCOME,
+        notes=["sources disagree on the answer"],
+    )  # fmt: skip
 
 
 def parse_answer(text: str, allowed: set[int], generator: str) -> Generation:

@@ -17,11 +17,23 @@ class Answer(models.Model):
         STANDARD = "standard", "standard: gate + configured generator"
         DEEP = "deep", "deep: retroactive loop (LLM)"
 
+    # pipeline.generators' ANSWERED, WHERE_TO_LOOK_OUTCOME and NOT_FOUND_OUTCOME.
+    class Outcome(models.TextChoices):
+        ANSWERED = "answered", "answered: a stated answer"
+        WHERE_TO_LOOK = "where_to_look", "where to look: the closest passages, no claim"
+        NOT_FOUND = "not_found", "not found: no verified evidence"
+
     response_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="answers")
     question = models.TextField()
     text = models.TextField()
-    found = models.BooleanField(default=True, help_text="False for the explicit not-found answer.")
+    found = models.BooleanField(default=True, help_text="True for an answered outcome only.")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.ANSWERED)
+    confidence = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Calibrated P(the stated answer holds what was asked); empty if none was judged.",
+    )
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.STANDARD)
     action = models.CharField(max_length=10, blank=True, help_text="CRAG action: CORRECT, AMBIGUOUS or INCORRECT.")
     generator = models.CharField(max_length=20, blank=True, help_text="The generator that wrote the answer.")

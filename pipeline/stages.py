@@ -38,6 +38,7 @@ from judges.verifiers import get_answer_judge, get_entailment_model, get_relevan
 from pipeline.gate import Action, Bucket, Candidate, Gate, action_for, answerable_relevances, candidate_from_hit
 from pipeline.gate import refine as refine_strips
 from pipeline.generators import (
+    ANSWERED,
     LLMS,
     Generation,
     GeneratorUnavailable,
@@ -299,6 +300,8 @@ def record(state: QueryState) -> None:
             question=state.question,
             text=generation.text,
             found=generation.found,
+            outcome=generation.outcome,
+            confidence=generation.confidence,
             mode=state.mode,
             action=state.action or "",
             generator=generation.generator,
@@ -366,15 +369,17 @@ def credited(state: QueryState) -> list[tuple[int, float]]:
 
 
 def propose(state: QueryState):
-    """Propose a found answer as a corpus addition (PENDING_VALIDATION), or count it on the candidate
-    of the same question with the same answer ((write-back, new?) either way), with a snapshot of the
-    verified corpus evidence it was written from. An answer that cites external or inferred
-    evidence is not proposed: external passages never enter the corpus by this path, and inferred
-    evidence is the model's own. It goes to the collection of its most trusted cited evidence."""
+    """Propose an answered answer as a corpus addition (PENDING_VALIDATION), or count it on the
+    candidate of the same question with the same answer ((write-back, new?) either way), with a
+    snapshot of the verified corpus evidence it was written from. Only an answered outcome is
+    proposed: "where to look" and a dispute quote passages without claiming an answer, and not found
+    states nothing. An answer that cites external or inferred evidence is not proposed either:
+    external passages never enter the corpus by this path, and inferred evidence is the model's own.
+    It goes to the collection of its most trusted cited evidence."""
     generation = state.generation
     by_n = {c.n: c for c in state.candidates}
     cited = [by_n[n] for n in generation.cited if n in by_n]
-    if not generation.found or not cited or any(c.origin != "corpus" or c.hit is None for c in cited):
+    if generation.outcome != ANSWERED or not cited or any(c.origin != "corpus" or c.hit is None for c in cited):
         return None
     best = max(cited, key=lambda c: c.trust)
     evidence = [
@@ -435,7 +440,7 @@ def _found(state: QueryState, stage: Stage) -> dict:
     if stage is correct:
         return {"searched": bool(state.external), "results": state.external.get("results", 0)}
     if stage is generate:
-        return {"found": state.generation.found}
+        return {"found": state.generation.found, "outcome": state.generation.outcome}
     return {}
 
 

@@ -9,7 +9,7 @@ from django.test import override_settings
 
 from pipeline.generators import (
     NOT_FOUND,
-    NOT_STATED,
+    WHERE_TO_LOOK,
     EvidenceText,
     ExtractiveGenerator,
     GeneratorUnavailable,
@@ -46,8 +46,8 @@ def test_a_lead_passage_that_is_all_code_gives_way_to_the_next_with_sentences():
 
 def test_extractive_says_no_passage_states_the_answer_rather_than_quote_the_nearest_sentence():
     generation = ExtractiveGenerator().generate("How many moons does Mars have?", EVIDENCE)
-    assert not generation.found and generation.text.startswith(NOT_STATED)
-    assert generation.cited == [2]  # the related passage is offered, cited, for the reader to judge
+    assert not generation.found and generation.text.startswith(WHERE_TO_LOOK)
+    assert generation.cited[0] == 2  # the related passage first, cited, for the reader to judge
 
 
 def test_sentences_from_other_verified_passages_do_not_pad_the_answer():

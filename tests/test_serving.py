@@ -554,10 +554,12 @@ def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(se
             # The headline counts what the shown sentences cite. (The model may also say it cannot
             # answer: critiques of earlier answers in this database reach its prompt as warnings.)
             cited = len(set(re.findall(r"\[(\d+)\]", text)))
-            if cited:
+            if headline == "Cairn could not confirm an answer; these passages look closest":
+                assert cited  # no claim: the passages to look at, cited
+            elif cited:
                 assert headline == f"Answered from {cited} verified source{'s' if cited != 1 else ''}"
             else:
-                assert headline in ("Not in the knowledge base", "No passage states the answer"), headline
+                assert headline == "Not in the knowledge base", headline
             written_by = re.search(r"Written by\s+(\w+)", details).group(1)
             assert written_by in ("openai", "extractive")
             checked = page.inner_text("#checked") if page.is_visible("#checked") else ""

@@ -103,7 +103,7 @@ async function ask(question, mode) {
 function showStreaming(text) {
   $("headline").textContent = "Writing the answer…";
   $("answer").textContent = text;
-  for (const id of ["actions", "reason", "disagreement", "checked"]) $(id).hidden = true;
+  for (const id of ["confidence", "actions", "reason", "disagreement", "checked"]) $(id).hidden = true;
   $("warnings").replaceChildren();
   $("warnings-label").hidden = true;
   $("sources").replaceChildren();
@@ -113,12 +113,16 @@ function showStreaming(text) {
   $("result").hidden = false;
 }
 
-const NOT_STATED = "No passage states the answer";
 const DISAGREE = "Sources disagree";
+const WHERE_TO_LOOK = "Cairn could not confirm an answer; these passages look closest";
+const NOT_STATED = "No passage states the answer"; // where-to-look answers recorded before WHERE_TO_LOOK
+// What a where-to-look or disputed answer opens with, before the sentences it quotes.
+const OPENINGS = [`${WHERE_TO_LOOK}:`, `${NOT_STATED}; these look related:`, `${DISAGREE}:`];
 
 function headline(body) {
   if (body.answer.startsWith(DISAGREE)) return DISAGREE;
-  if (!body.found) return body.answer.startsWith(NOT_STATED) ? NOT_STATED : "Not in the knowledge base";
+  if (body.outcome === "where_to_look") return body.answer.startsWith(NOT_STATED) ? NOT_STATED : WHERE_TO_LOOK;
+  if (body.outcome !== "answered") return "Not in the knowledge base";
   const sources = new Set(body.citations.map((c) => c.n)).size;
   if (!sources) return "Not answered from the sources";
   const external = body.citations.some((c) => c.origin === "external");
@@ -186,6 +190,10 @@ function render(body) {
   current = body;
   $("question").value = body.question;
   $("headline").textContent = headline(body);
+  // How sure: only a stated answer claims anything to be sure of.
+  const sure = body.outcome === "answered" && body.confidence !== null;
+  $("confidence").textContent = sure ? `Confidence ${Math.round(body.confidence * 100)}%` : "";
+  $("confidence").hidden = !sure;
   $("answer").replaceChildren(...linked(body.answer));
   // A dispute: neither passage is taken as the answer; their cards say where each comes from.
   $("disagreement").hidden = !body.answer.startsWith(DISAGREE);
@@ -197,9 +205,11 @@ function render(body) {
   $("checked").hidden = !leftOut.length;
 
   // What to mark in each cited passage: the answer's own sentences that cite it, where they are
-  // quoted word for word (the extractive answer); else the strips the answer was written from.
+  // quoted word for word (the extractive answer, a where-to-look answer's best sentences, without
+  // its opening); else the strips the answer was written from.
+  const opening = OPENINGS.find((o) => body.answer.startsWith(o)) || "";
   const quoted = {};
-  for (const [, sentence, marks] of body.answer.matchAll(/(.*?)((?:\s*\[\d+\])+)/g)) {
+  for (const [, sentence, marks] of body.answer.slice(opening.length).matchAll(/(.*?)((?:\s*\[\d+\])+)/g)) {
     for (const [, n] of marks.matchAll(/\[(\d+)\]/g)) (quoted[n] ||= []).push(sentence.trim());
   }
   const strips = Object.fromEntries(body.citations.map((c) => {

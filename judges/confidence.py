@@ -1,0 +1,63 @@
+"""How sure Cairn is of an answer: P(the stated answer holds what was asked), calibrated.
+
+The answer judge rates sentences, not answers, and a QA model is overconfident outside the text it
+was trained on: on manuals no one tuned on, Cairn stated an answer to nearly every question, and a
+third to two thirds of them quoted a neighbouring entry. Following Kamath, Jia & Liang ("Selective
+Question Answering under Domain Shift", ACL 2020), a small calibrator learns when the reader is
+wrong from its behaviour on other domains: a logistic regression over what the extractive answer
+already computed (pipeline/confidence.py: no model call is added), trained leaving one manual out
+(judges/confidence_training.py, run by benchmarks/answer_confidence.py, which writes
+models/confidence/: its weights, the threshold and the model card). Serving reads the weights with
+plain arithmetic: no scikit-learn.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+
+@dataclass(frozen=True)
+class Calibrator:
+    """A logistic regression over standardised features, as benchmarks/answer_confidence.py wrote it."""
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+
+    def probability(self, features: dict[str, float]) -> float:
+        z = self.bias + sum(
+            w * (features.get(name, 0.0) - m) / s
+            for name, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True)
+        )
+        return 1 / (1 + math.exp(-max(min(z, 50.0), -50.0)))
+
+    @classmethod
+    def from_file(cls, path: Path) -> Calibrator:
+        data = json.loads(path.read_text())
+        model = data["model"]
+        return cls(
+            tuple(model["features"]), tuple(model["mean"]), tuple(model["scale"]), tuple(model["weights"]),
+            float(model["bias"]),
+        )  # fmt: skip
+
+
+@functools.cache
+def get_calibrator() -> Calibrator | None:
+    """The shipped calibrator (CAIRN_CONFIDENCE_MODEL), loaded once per process; None when the file is
+    missing, and then an answer is stated as before the calibrator (its best sentence above the
+    judge's floor) with no confidence."""
+    path = Path(settings.CAIRN_CONFIDENCE_MODEL)
+    return Calibrator.from_file(path) if path.is_file() else None
+
+
+def answer_confidence(features: dict[str, float]) -> float | None:
+    calibrator = get_calibrator()
+    return None if calibrator is None else round(calibrator.probability(features), 4)
