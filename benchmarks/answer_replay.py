@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/answer_replay.py capture --set git [--set sqlite ...]
     .venv/bin/python benchmarks/answer_replay.py lomo
 
-capture: every question of a documentation set (benchmarks/docs_qa.py's sets, both parts; and "nq",
-the calibration part of held-out NQ over its Wikipedia passages) is asked
+capture: every question of a documentation set (benchmarks/docs_qa.py's sets, both parts; "nq",
+the calibration part of held-out NQ over its Wikipedia passages, and "nq_report", its report part) is asked
 through the pipeline in process, as docs_qa.py asks it over HTTP; the VERIFIED evidence the answer
 is written from (pipeline.generators.EvidenceText) is kept with the answer judge's score of every
 strip of it, and the final answer where no generator wrote it (no VERIFIED evidence, or passages
@@ -50,7 +50,7 @@ GRID = {
     "CAIRN_ANSWER_MARGIN": [0.1, 0.3],
     "CAIRN_ANSWER_STATED_FLOOR": [0.1, 0.2],  # and the calibrated one (models/calibration.json)
 }
-SETS = ("python", "apache", "nodejs", "git", "sqlite", "bash", "nq")
+SETS = ("python", "apache", "nodejs", "git", "sqlite", "bash", "postfix", "rust", "django", "nq", "nq_report")
 
 
 def cache_path(name: str) -> Path:
@@ -68,9 +68,9 @@ def capture(name: str) -> None:
     from judges.verifiers import get_answer_judge
     from pipeline import generators
 
-    if name == "nq":
-        # The calibration part of held-out NQ (forward_path.py reports on the other part): Wikipedia
-        # passages, so that weights chosen on manuals are weighed on encyclopedic text too.
+    if name in ("nq", "nq_report"):
+        # The calibration part of held-out NQ (forward_path.py reports on the other part, "nq_report"):
+        # Wikipedia passages, so that weights chosen on manuals are weighed on encyclopedic text too.
         from _common import nq_corpus, nq_rows
         from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
 
@@ -79,7 +79,7 @@ def capture(name: str) -> None:
         _train, held_out = split(list(range(len(rows))), held_out=HELD_OUT["nq"], seed=SPLIT_SEED)
         questions = [
             {"id": f"nq-{i}", "question": rows[i]["question"], "answerable": True, "gold": rows[i]["answers"]}
-            for i in calibration_split(held_out)[0]
+            for i in calibration_split(held_out)[name == "nq_report"]
         ]
         slug = collection.slug
     else:
@@ -113,7 +113,11 @@ def capture(name: str) -> None:
             )
             body = response.json()
             record = {"question": q, "status": response.status_code, "answer": body.get("answer", ""),
-                      "found": bool(body.get("found"))}  # fmt: skip
+                      "found": bool(body.get("found")), "action": body.get("action"),
+                      "gold_in_evidence": any(has_gold(e["text"], q["gold"]) for e in body.get("evidence", [])),
+                      "ms": body.get("timings_ms", {}).get("total"),
+                      # Every passage as the reader's card shows it: where a "where to look" answer points.
+                      "passages": {e["n"]: e["text"] for e in body.get("evidence", [])}}  # fmt: skip
             if seen:
                 evidence = seen[-1]
                 texts = sorted({t for e in evidence for t in (e.judged or e.sentences)})
@@ -230,7 +234,7 @@ def lomo(names: list[str]) -> dict:
             "shipped": table[default_key][held] | {"share": share(table[default_key][held])},
         }
     # The headline is over manuals; NQ (encyclopedic text) weighs in on every choice but is no manual.
-    manuals = [n for n in names if n != "nq"]
+    manuals = [n for n in names if not n.startswith("nq")]
     shares = [left_out[n]["left_out"]["share"] for n in manuals]
     shipped_shares = [left_out[n]["shipped"]["share"] for n in manuals]
     return {
