@@ -28,7 +28,12 @@ included, against the raw embedding throughput of the same chunk inputs). The qu
 /api/v1/query, mode fast, top_k 8) as a signed-in reader. Reported per part:
 - answerable: a gold string in an answer that states one (found true; a gold string inside "Sources
   disagree" or "no passage states..." is counted apart, as withheld); answers stating one;
-- unanswerable: the share answered "not found" (found false), and the action taken;
+- as selective QA, by the answer's `outcome` (an older server's `found` stands in): answered,
+  right and wrong, precision (right/answered) and coverage (answered/asked); where-to-look answers
+  and those citing a passage that holds a gold string; the share given a gold string, stated or
+  pointed to; the mean confidence of right and wrong answers, and precision per confidence bucket;
+- unanswerable: the share answered "not found" (found false), the count of each outcome and the
+  share never answered, and the action taken;
 - HTTP 5xx; answers over 3 sentences; latency p50/p95 of the whole request;
 - boilerplate: chunks holding the site's navigation chrome (the set's `chrome` strings, which the
   page template puts around every page) or a heading's anchor glyph; for Markdown, markup no
@@ -132,6 +137,8 @@ SETS = {
     ),
 }  # fmt: skip
 LONG_ANSWER_SENTENCES = 3
+OUTCOMES = ("answered", "where_to_look", "not_found")
+CONFIDENCE_BUCKETS = (0.0, 0.5, 0.7, 0.85, 1.0)  # edges; the last bucket holds 1.0 too
 
 
 def ingest(docs: DocSet, *, fresh: bool) -> dict:
@@ -202,6 +209,71 @@ def evidence_record(evidence: list[dict], gold: list[str]) -> list[dict]:
     return record
 
 
+def ratio(part: int, whole: int) -> float | None:
+    """None where there is nothing to divide by: a precision of no answers is unknown, not 0."""
+    return part / whole if whole else None
+
+
+def outcome_of(body: dict) -> str:
+    """The answer's outcome; an older server sends only `found`, where unstated meant not found."""
+    return body.get("outcome") or ("answered" if body.get("found") else "not_found")
+
+
+def judged(body: dict, gold: list[str] | None) -> dict:
+    """A question row's selective-QA fields: outcome and confidence and, for an answerable question
+    (`gold` given), whether an answered answer holds a gold string and whether a where-to-look
+    answer cites a passage that does (it claims nothing, but it sends the reader to the answer)."""
+    row = {"outcome": outcome_of(body), "confidence": body.get("confidence")}
+    if gold is not None:
+        row["right"] = row["outcome"] == "answered" and has_gold(body.get("answer", ""), gold)
+        row["gold_in_where_to_look"] = row["outcome"] == "where_to_look" and any(
+            e.get("cited") and has_gold(e["text"], gold) for e in body.get("evidence", [])
+        )
+    return row
+
+
+def selective(rows: list[dict]) -> dict:
+    """Answerable questions' rows (from `judged`) as selective QA: how often Cairn answers, how
+    often it is right when it does, and how often a reader is given a gold string at all."""
+    answered = sum(r["outcome"] == "answered" for r in rows)
+    right = sum(r["right"] for r in rows)
+    pointed = sum(r["gold_in_where_to_look"] for r in rows)
+    return {"answered": answered, "right": right, "wrong": answered - right,
+            "precision": ratio(right, answered), "coverage": ratio(answered, len(rows)),
+            "where_to_look": sum(r["outcome"] == "where_to_look" for r in rows),
+            "gold_in_where_to_look": pointed,
+            "gold_in_unstated_where_to_look_share": ratio(pointed, len(rows) - answered),
+            "gold_stated_or_pointed_share": ratio(right + pointed, len(rows)),
+            "confidence": calibration(rows)}  # fmt: skip
+
+
+def calibration(rows: list[dict]) -> dict:
+    """A sanity check of answered answers' confidence: right ones should score above wrong ones,
+    and each bucket's precision should lie near its range (answers with no confidence left out)."""
+    scored = [r for r in rows if r["outcome"] == "answered" and r["confidence"] is not None]
+
+    def mean(values: list[float]) -> float | None:
+        return ratio(sum(values), len(values))
+
+    buckets = []
+    for lo, hi in zip(CONFIDENCE_BUCKETS, CONFIDENCE_BUCKETS[1:]):
+        inside = [r for r in scored if lo <= r["confidence"] < hi or (hi == 1.0 and r["confidence"] == 1.0)]
+        buckets.append({"range": f"{lo:.2f}-{hi:.2f}", "answered": len(inside),
+                        "precision": ratio(sum(r["right"] for r in inside), len(inside))})  # fmt: skip
+    return {
+        "mean_right": mean([r["confidence"] for r in scored if r["right"]]),
+        "mean_wrong": mean([r["confidence"] for r in scored if not r["right"]]),
+        "answered_without_confidence": sum(r["outcome"] == "answered" and r["confidence"] is None for r in rows),
+        "buckets": buckets,
+    }
+
+
+def never_answered(rows: list[dict]) -> dict:
+    """Unanswerable questions' rows: any answer stating something is wrong, whatever it states."""
+    outcomes = {o: sum(r["outcome"] == o for r in rows) for o in OUTCOMES}
+    return {"outcomes": outcomes, "never_answered_share": ratio(len(rows) - outcomes["answered"], len(rows))}
+
+
 def sentence_count(answer: str) -> int:
     from corpus.chunking import split_sentences
     from corpus.citations import without_citations
@@ -251,6 +323,7 @@ def main() -> None:
                   "actions": Counter()}  # fmt: skip
     unanswerable = {"asked": 0, "not_found": 0, "actions": Counter()}
     errors, long_answers, latencies, rows = 0, 0, [], []
+    judged_rows: dict[bool, list[dict]] = {True: [], False: []}  # by answerable
     stages: dict[str, list[float]] = {}
     for q in tqdm(questions, desc=f"asking ({args.part})", unit="q"):
         response, ms = ask(q["question"])
@@ -267,6 +340,8 @@ def main() -> None:
         long_answers += sentences > LONG_ANSWER_SENTENCES
         row = {"id": q["id"], "status": response.status_code, "action": body.get("action"),
                "found": body.get("found"), "answer": answer, "ms": round(ms), "sentences": sentences}  # fmt: skip
+        row |= judged(body, q["gold"] if q["answerable"] else None)
+        judged_rows[q["answerable"]].append(row)
         if q["answerable"]:
             answerable["asked"] += 1
             # Only an answer that states something counts: a gold string inside "Sources disagree…"
@@ -289,8 +364,12 @@ def main() -> None:
         "set": args.set,
         "part": args.part,
         "corpus": corpus,
-        "answerable": answerable | {"gold_in_answer_share": answerable["gold_in_answer"] / max(1, answerable["asked"])},
-        "unanswerable": unanswerable | {"not_found_share": unanswerable["not_found"] / max(1, unanswerable["asked"])},
+        "answerable": answerable
+        | {"gold_in_answer_share": answerable["gold_in_answer"] / max(1, answerable["asked"])}
+        | selective(judged_rows[True]),
+        "unanswerable": unanswerable
+        | {"not_found_share": unanswerable["not_found"] / max(1, unanswerable["asked"])}
+        | never_answered(judged_rows[False]),
         "http_5xx": errors,
         "answers_over_3_sentences": long_answers,
         "latency_ms": {
@@ -312,17 +391,25 @@ def plot(result: dict, name: str, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [1.7, 1]})
+    answerable = result["answerable"]
+    # label: (share, colour, floor); None (no answers, or a result older than the figure) reads n/a.
     shares = {
-        "gold string\nin answer": result["answerable"]["gold_in_answer_share"],
-        "gold string\nin evidence": result["answerable"]["gold_in_evidence"] / max(1, result["answerable"]["asked"]),
-        "unanswerable:\nnot found": result["unanswerable"]["not_found_share"],
-        "boilerplate\nchunks": result["corpus"]["boilerplate_share"],
+        "gold string\nin answer": (answerable["gold_in_answer_share"], "#4c72b0", 0.70),
+        "precision of\nstated answers": (answerable.get("precision"), "#4c72b0", None),
+        "coverage": (answerable.get("coverage"), "#4c72b0", None),
+        "gold stated or\nin where-to-look": (answerable.get("gold_stated_or_pointed_share"), "#8fa8d6", None),
+        "gold string\nin evidence": (answerable["gold_in_evidence"] / max(1, answerable["asked"]), "#8fa8d6", None),
+        "unanswerable:\nnot found": (result["unanswerable"]["not_found_share"], "#55a868", 0.80),
+        "boilerplate\nchunks": (result["corpus"]["boilerplate_share"], "#c44e52", 0.01),
     }
-    left.bar(list(shares), list(shares.values()), color=["#4c72b0", "#8fa8d6", "#55a868", "#c44e52"])
-    for floor, x in ((0.70, 0), (0.80, 2), (0.01, 3)):
-        left.hlines(floor, x - 0.4, x + 0.4, colors="black", linestyles="dashed")
-    left.set_ylim(0, 1)
+    bars = left.bar(list(shares), [s or 0 for s, _, _ in shares.values()], color=[c for _, c, _ in shares.values()])
+    left.bar_label(bars, labels=["n/a" if s is None else f"{s:.2f}" for s, _, _ in shares.values()], fontsize=8)
+    for x, (_, _, floor) in enumerate(shares.values()):
+        if floor is not None:
+            left.hlines(floor, x - 0.4, x + 0.4, colors="black", linestyles="dashed")
+    left.tick_params(axis="x", labelsize=8)
+    left.set_ylim(0, 1.05)
     left.set_title(f"{title}, {result['part']} part (dashes: floors)")
     ms = sorted(q["ms"] for q in result["questions"] if "ms" in q)
     right.hist(ms, bins=20, color="#4c72b0")
