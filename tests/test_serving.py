@@ -419,6 +419,7 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
             assert not page.is_disabled("#ask-button")
             assert "8 am" in page.inner_text("#answer")
             assert page.inner_text("#headline") == "Answered from 1 verified source"
+            assert re.fullmatch(r"Confidence \d{1,3}%", page.inner_text("#confidence"))  # how sure, in words
             assert page.is_hidden("#details-list")  # the machinery is behind "Details"
             assert "CORRECT" not in page.inner_text("#result")
 
