@@ -29,7 +29,6 @@ threshold), its model card README.md and calibration.png.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -39,24 +38,11 @@ from datetime import UTC, datetime
 import numpy as np
 
 from _common import RESULTS, ROOT, django_setup, has_gold, write_result
-from answer_replay import StoredJudge, cache_path
+from answer_replay import cache_path, judged_by, stored_evidence
 
 MANUALS = ("python", "apache", "nodejs", "git", "sqlite", "bash", "postfix", "rust", "django")
 TRAINING = (*MANUALS, "nq")
 MODEL_DIR = ROOT / "models" / "confidence"
-
-
-@contextmanager
-def judged_by(record: dict):
-    """The answer judge replaced by the record's stored scores."""
-    from judges import verifiers
-
-    original = verifiers.get_answer_judge
-    verifiers.get_answer_judge = lambda: StoredJudge(record["scores"])
-    try:
-        yield
-    finally:
-        verifiers.get_answer_judge = original
 
 
 @contextmanager
@@ -90,16 +76,14 @@ def replayed(record: dict) -> dict:
     passages it would point to."""
     from django.test import override_settings
 
-    from pipeline.generators import EvidenceText, ExtractiveGenerator
+    from pipeline.generators import ExtractiveGenerator
 
     q = record["question"]
     gold = q["gold"] if q["answerable"] else []
     if "evidence" not in record:  # no verified evidence, or passages that disagree: no generator ran
         return {"today": (record["found"], has_gold(record["answer"], gold)), "stated": None,
                 "pointed": has_gold(record["answer"], gold)}  # fmt: skip
-    evidence = [
-        EvidenceText(**{k: tuple(v) if isinstance(v, list) else v for k, v in e.items()}) for e in record["evidence"]
-    ]
+    evidence = stored_evidence(record)
     # The passages as the reader's cards show them (older captures: the strips the answer reads).
     by_n = {int(n): text for n, text in record.get("passages", {}).items()} or {
         e.n: " ".join((e.text, *e.sentences)) for e in evidence
@@ -175,7 +159,7 @@ def with_floors(row: dict) -> dict:
 def samples_of(sets: dict[str, list[dict]], names) -> list:
     from judges.confidence_training import Sample
 
-    return [Sample(f"{name}", r["stated"]["features"], r["stated"]["right"]) for name in names
+    return [Sample(name, r["stated"]["features"], r["stated"]["right"]) for name in names
             for r in sets[name] if r["stated"] is not None]  # fmt: skip
 
 
@@ -201,7 +185,7 @@ def separation(rows: list[dict], scores: dict[str, float]) -> float | None:
 
 
 def leave_one_out(sets: dict[str, list[dict]]) -> dict:
-    from judges.confidence_training import fit, threshold_for, trained
+    from judges.confidence_training import trained
 
     names = feature_names(sets)
     result, scores_all, curves = {}, {}, {}
@@ -221,9 +205,8 @@ def leave_one_out(sets: dict[str, list[dict]]) -> dict:
         scores = {r["id"]: model.probability(r["stated"]["features"]) for r in sets["nq_report"] if r["stated"]}
         report = outcomes(sets["nq_report"], scores, threshold) | {"threshold": threshold}
         curves["nq_report"] = risk_coverage(sets["nq_report"], scores)
-    del fit, threshold_for
     return {"left_out": result, "nq_report": report, "curves": curves, "scores": scores_all,
-            "features": names, "shipped_threshold": threshold}  # fmt: skip
+            "features": names, "shipped": (model, threshold)}  # fmt: skip
 
 
 def feature_names(sets: dict[str, list[dict]]) -> list[str]:
@@ -286,11 +269,10 @@ def plot(result: dict) -> None:
 
 def ship(sets: dict[str, list[dict]], result: dict) -> None:
     """Fit on every training set, write the model, its card and its per-manual calibration plot."""
-    from judges.confidence_training import calibration_table, model_json, trained
+    from judges.confidence_training import TARGET_PRECISION, calibration_table, model_json
 
-    names = result["features"]
     samples = samples_of(sets, TRAINING)
-    model, threshold = trained(samples, names)
+    model, threshold = result["shipped"]  # fitted by leave_one_out on every training set
     left_out_tables = {}
     for held in MANUALS:
         scores = result["scores"][held]
@@ -300,18 +282,12 @@ def ship(sets: dict[str, list[dict]], result: dict) -> None:
     when = datetime.now(UTC).date().isoformat()
     MODEL_DIR.mkdir(parents=True, exist_ok=True)
     data = model_json(model, threshold, {
-        "trained_on": counts, "trained_at": when, "target_precision": _target(),
+        "trained_on": counts, "trained_at": when, "target_precision": TARGET_PRECISION,
         "left_out_summary": summary(result), "calibration_left_out": left_out_tables,
     })  # fmt: skip
     (MODEL_DIR / "model.json").write_text(json.dumps(data, indent=1) + "\n")
     plot_calibration(left_out_tables)
     card(data, result)
-
-
-def _target() -> float:
-    from judges.confidence_training import TARGET_PRECISION
-
-    return TARGET_PRECISION
 
 
 def plot_calibration(tables: dict[str, list[dict]]) -> None:
@@ -333,6 +309,8 @@ def plot_calibration(tables: dict[str, list[dict]]) -> None:
 
 
 def card(data: dict, result: dict) -> None:
+    from judges.confidence_training import REGULARISATION
+
     s = data["left_out_summary"]
     weights = sorted(zip(data["model"]["features"], data["model"]["weights"], strict=True), key=lambda p: -abs(p[1]))
     lines = [
@@ -345,7 +323,7 @@ def card(data: dict, result: dict) -> None:
         "",
         "## Model",
         "",
-        f"- Logistic regression (scikit-learn, C={_regularisation()}) over {len(weights)} standardised features, "
+        f"- Logistic regression (scikit-learn, C={REGULARISATION}) over {len(weights)} standardised features, "
         "chosen forward by the training manuals' out-of-fold log loss; "
         f"threshold {data['threshold']:.3f}, the lowest at which the training manuals' out-of-fold stated answers "
         f"are right {data['target_precision']:.0%} of the time.",
@@ -397,12 +375,6 @@ def card(data: dict, result: dict) -> None:
     (MODEL_DIR / "README.md").write_text("\n".join(lines) + "\n")
 
 
-def _regularisation() -> float:
-    from judges.confidence_training import REGULARISATION
-
-    return REGULARISATION
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ship", action="store_true", help="Write models/confidence/ from every set.")
@@ -414,7 +386,8 @@ def main() -> None:
     result = leave_one_out(sets)
     result["summary"] = summary(result)
     result["date"] = datetime.now(UTC).date().isoformat()
-    print(write_result("answer_confidence", {k: v for k, v in result.items() if k != "scores"}))
+    written = {k: v for k, v in result.items() if k not in ("scores", "shipped")}
+    print(write_result("answer_confidence", written | {"shipped_threshold": result["shipped"][1]}))
     print(json.dumps(result["summary"], indent=1))
     for name, row in result["left_out"].items():
         t = row["today"]
@@ -429,5 +402,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    dataclasses  # noqa: B018 (kept for records' dataclass fields)
     main()

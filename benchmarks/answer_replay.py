@@ -140,6 +140,28 @@ class StoredJudge:
         return np.array([self.scores[t] for t in texts])
 
 
+def stored_evidence(record: dict) -> list:
+    """The VERIFIED evidence a captured answer was written from, as the generator takes it."""
+    from pipeline.generators import EvidenceText
+
+    return [
+        EvidenceText(**{k: tuple(v) if isinstance(v, list) else v for k, v in e.items()}) for e in record["evidence"]
+    ]
+
+
+@contextmanager
+def judged_by(record: dict):
+    """The answer judge replaced by the record's stored scores."""
+    from judges import verifiers
+
+    original = verifiers.get_answer_judge
+    verifiers.get_answer_judge = lambda: StoredJudge(record["scores"])
+    try:
+        yield
+    finally:
+        verifiers.get_answer_judge = original
+
+
 @contextmanager
 def overridden(point: dict):
     """The point's settings overridden, and its constants of pipeline.extractive set."""
@@ -161,34 +183,25 @@ def overridden(point: dict):
 
 def replay(records: list[dict], point: dict) -> dict:
     """Gold in stated answers and unanswerable questions not answered, at one point of the grid."""
-    from judges import verifiers
-    from pipeline.generators import EvidenceText, ExtractiveGenerator
+    from pipeline.generators import ExtractiveGenerator
 
     gold = stated = asked = refused = unanswerable = 0
-    original = verifiers.get_answer_judge
-    try:
-        with overridden(point):
-            for record in records:
-                q = record["question"]
-                if "evidence" in record:
-                    verifiers.get_answer_judge = lambda r=record: StoredJudge(r["scores"])
-                    evidence = [
-                        EvidenceText(**{k: tuple(v) if isinstance(v, list) else v for k, v in e.items()})
-                        for e in record["evidence"]
-                    ]
-                    generation = ExtractiveGenerator().generate(q["question"], evidence)
-                    answer, found = generation.text, generation.found
-                else:
-                    answer, found = record["answer"], record["found"]
-                if q["answerable"]:
-                    asked += 1
-                    stated += found
-                    gold += found and has_gold(answer, q["gold"])
-                else:
-                    unanswerable += 1
-                    refused += not found
-    finally:
-        verifiers.get_answer_judge = original
+    with overridden(point):
+        for record in records:
+            q = record["question"]
+            if "evidence" in record:
+                with judged_by(record):
+                    generation = ExtractiveGenerator().generate(q["question"], stored_evidence(record))
+                answer, found = generation.text, generation.found
+            else:
+                answer, found = record["answer"], record["found"]
+            if q["answerable"]:
+                asked += 1
+                stated += found
+                gold += found and has_gold(answer, q["gold"])
+            else:
+                unanswerable += 1
+                refused += not found
     return {"asked": asked, "gold_in_answer": gold, "stated": stated, "unanswerable": unanswerable,
             "not_found": refused}  # fmt: skip
 

@@ -127,8 +127,9 @@ def answer_features(
     other = max(other_scores, default=0.0)
     text = " ".join(s.text for s in chosen)
     labels = " ".join(dict.fromkeys(s.label for s in chosen if s.label))
-    subjects = named_subjects(question)
+    named = code_names(question)
     terms = content_terms(question)
+    subjects = named or (terms - _ASKING)  # named_subjects, its parts kept for the features below
     label_terms = content_terms(labels)
     kind = question_kind(question)
     features = {
@@ -150,7 +151,7 @@ def answer_features(
         "sentences": float(len(chosen)),
         "subject_in_label": _share_in(subjects, labels),
         "subject_in_text": _share_in(subjects, text),
-        "subject_named": float(bool(code_names(question))),
+        "subject_named": float(bool(named)),
         # The entry is the question's: the label's words the question names (0 with no label).
         "label_asked": len(label_terms & terms) / len(label_terms) if label_terms else 0.0,
         "has_label": float(bool(labels)),

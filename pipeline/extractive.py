@@ -282,20 +282,20 @@ def said_once(chosen: list[Sentence]) -> tuple[list[Sentence], dict[int, tuple[i
     """`chosen` less each sentence of another passage that an earlier one already says (near
     duplicates across documents), and for each kept sentence (its index) the passages of the
     sentences it stands for, which it cites too."""
-    kept: list[Sentence] = []
+    kept: list[tuple[Sentence, set[str]]] = []  # with their content terms
     also: dict[int, tuple[int, ...]] = {}
     for s in chosen:
         terms = content_terms(s.text)
         same = next(
-            (i for i, k in enumerate(kept)
-             if k.n != s.n and terms and len(terms & content_terms(k.text)) >= SAME_SAYING * max(len(terms), len(content_terms(k.text)))),
+            (i for i, (k, said) in enumerate(kept)
+             if k.n != s.n and terms and len(terms & said) >= SAME_SAYING * max(len(terms), len(said))),
             None,
         )  # fmt: skip
         if same is None:
-            kept.append(s)
-        elif s.n not in also.get(same, ()) and s.n != kept[same].n:
+            kept.append((s, terms))
+        elif s.n not in also.get(same, ()):
             also[same] = (*also.get(same, ()), s.n)
-    return kept, also
+    return [k for k, _ in kept], also
 
 
 WHERE_TO_LOOK_PASSAGES = 3  # "where to look": at most this many passages, each with its best sentence
