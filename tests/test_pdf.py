@@ -487,7 +487,9 @@ def test_a_pathological_page_is_stopped_by_the_time_budget(tmp_path, settings):
     started = time.monotonic()
     with pytest.raises(ExtractionError, match=r"took more than 0.5 s \(CAIRN_PDF_SECONDS\)"):
         read(path)
-    assert time.monotonic() - started < 1.0
+    # The 0.5 s budget plus the time to stop the reader and start the document: 1.04 s in a full run
+    # on a busy 2-core machine, against the seconds the page takes unbounded.
+    assert time.monotonic() - started < 1.5
 
 
 def test_a_page_tree_that_claims_a_million_pages_is_refused_at_once(tmp_path):
