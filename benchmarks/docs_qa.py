@@ -38,6 +38,8 @@ included, against the raw embedding throughput of the same chunk inputs). The qu
 - boilerplate: chunks holding the site's navigation chrome (the set's `chrome` strings, which the
   page template puts around every page) or a heading's anchor glyph; for Markdown, markup no
   reader sees (comments, link targets and definitions).
+The answers are scored, and the answerable and unanswerable counts, shares and latencies summed, by
+pipeline/evaluation.py, as `manage.py evaluate` scores an organisation's own questions.
 Writes benchmarks/results/docs_qa[_<set>][_<part>].json and .png; answerable questions' records
 list their evidence (title, bucket, relevance, the strip holding a gold string) to show why a miss
 missed.
@@ -54,7 +56,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import RESULTS, ROOT, django_setup, has_gold, percentile, write_result
+from _common import RESULTS, ROOT, django_setup, write_result
+from pipeline.evaluation import Score, answer_score, has_gold, percentile, run_summary
 
 
 @dataclass(frozen=True)
@@ -225,7 +228,7 @@ def judged(body: dict, gold: list[str] | None) -> dict:
     answer cites a passage that does (it claims nothing, but it sends the reader to the answer)."""
     row = {"outcome": outcome_of(body), "confidence": body.get("confidence")}
     if gold is not None:
-        row["right"] = row["outcome"] == "answered" and has_gold(body.get("answer", ""), gold)
+        row["right"] = answer_score(text=body.get("answer", ""), stated=row["outcome"] == "answered", gold=gold).right
         row["gold_in_where_to_look"] = row["outcome"] == "where_to_look" and any(
             e.get("cited") and has_gold(e["text"], gold) for e in body.get("evidence", [])
         )
@@ -323,6 +326,7 @@ def main() -> None:
                   "actions": Counter()}  # fmt: skip
     unanswerable = {"asked": 0, "not_found": 0, "actions": Counter()}
     errors, long_answers, latencies, rows = 0, 0, [], []
+    scores: list[Score] = []  # pipeline.evaluation sums them into the counts and shares below
     judged_rows: dict[bool, list[dict]] = {True: [], False: []}  # by answerable
     stages: dict[str, list[float]] = {}
     for q in tqdm(questions, desc=f"asking ({args.part})", unit="q"):
@@ -342,39 +346,37 @@ def main() -> None:
                "found": body.get("found"), "answer": answer, "ms": round(ms), "sentences": sentences}  # fmt: skip
         row |= judged(body, q["gold"] if q["answerable"] else None)
         judged_rows[q["answerable"]].append(row)
+        # Only an answer that states something counts: a gold string inside "Sources disagree…" or
+        # "No passage states…" (found false) was withheld from the reader, not given.
+        score = answer_score(text=answer, stated=bool(body.get("found")), gold=q["gold"] if q["answerable"] else None)
+        scores.append(score)
         if q["answerable"]:
-            answerable["asked"] += 1
-            # Only an answer that states something counts: a gold string inside "Sources disagree…"
-            # or "No passage states…" (found false) was withheld from the reader, not given.
-            quoted = has_gold(answer, q["gold"])
-            answerable["gold_in_answer"] += (hit := quoted and bool(body.get("found")))
-            answerable["gold_in_unstated_answer"] += quoted and not body.get("found")
-            answerable["stated"] += bool(body.get("found"))
             answerable["gold_in_evidence"] += any(has_gold(e["text"], q["gold"]) for e in body.get("evidence", []))
             answerable["actions"][body.get("action")] += 1
-            row["gold_in_answer"] = hit
+            row["gold_in_answer"] = score.right
             row["evidence"] = evidence_record(body.get("evidence", []), q["gold"])
         else:
-            unanswerable["asked"] += 1
-            unanswerable["not_found"] += not body.get("found")
             unanswerable["actions"][body.get("action")] += 1
         rows.append(row)
+
+    totals = run_summary(scores=scores, latencies_ms=latencies, errors=errors)
+    answerable |= {"asked": totals["answerable"], "gold_in_answer": totals["gold_stated"],
+                   "gold_in_unstated_answer": totals["gold_unstated"], "stated": totals["stated"]}  # fmt: skip
+    unanswerable |= {"asked": totals["unanswerable"], "not_found": totals["not_found_unanswerable"]}
 
     result = {
         "set": args.set,
         "part": args.part,
         "corpus": corpus,
-        "answerable": answerable
-        | {"gold_in_answer_share": answerable["gold_in_answer"] / max(1, answerable["asked"])}
-        | selective(judged_rows[True]),
+        "answerable": answerable | {"gold_in_answer_share": totals["gold_stated_rate"]} | selective(judged_rows[True]),
         "unanswerable": unanswerable
-        | {"not_found_share": unanswerable["not_found"] / max(1, unanswerable["asked"])}
+        | {"not_found_share": totals["not_found_rate"]}
         | never_answered(judged_rows[False]),
         "http_5xx": errors,
         "answers_over_3_sentences": long_answers,
         "latency_ms": {
-            "p50": percentile(latencies, 50),
-            "p95": percentile(latencies, 95),
+            "p50": totals["p50_ms"],
+            "p95": totals["p95_ms"],
             "per_stage_p50": {stage: percentile(ms, 50) for stage, ms in stages.items()},
         },
         "questions": rows,

@@ -278,6 +278,37 @@ def chunk_search(
     ]  # fmt: skip
 
 
+def chunk_hits(
+    *, user: User, chunk_ids: Sequence[int], query_vector: Sequence[float], collection_ids: Sequence[int] | None = None
+) -> list[Hit]:
+    """The chunks `chunk_ids` as hits of this question, those `user` may read within
+    `collection_ids` only: what a lesson brings to a question the search did not find it for (no
+    search position, no fused score)."""
+    rows = (
+        chunks_in_scope(user=user, collection_ids=collection_ids)
+        .filter(id__in=list(chunk_ids))
+        .annotate(distance=CosineDistance("embedding", list(map(float, query_vector))))
+        .values_list(
+            "id",
+            "document_id",
+            "document__collection_id",
+            "ordinal",
+            "document__title",
+            "document__source",
+            "text",
+            "consistency",
+            "distance",
+            "heading",
+        )  # fmt: skip
+    )
+    return [
+        Hit(chunk_id=r[0], document_id=r[1], collection_id=r[2], ordinal=r[3], title=r[4], source=r[5], text=r[6],
+            consistency=r[7], vector_distance=r[8], text_rank=None, vector_position=None, text_position=None,
+            score=0.0, similarity=1.0 - r[8], heading=r[9])
+        for r in rows
+    ]  # fmt: skip
+
+
 def _vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 

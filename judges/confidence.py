@@ -58,6 +58,47 @@ def get_calibrator() -> Calibrator | None:
     return Calibrator.from_file(path) if path.is_file() else None
 
 
-def answer_confidence(features: dict[str, float]) -> float | None:
+def answer_confidence(features: dict[str, float], *, shift: float = 0.0) -> float | None:
+    """P(right) for an answer with `features`; `shift` is added to its log-odds (a collection's own
+    adaptation, fit_shift)."""
     calibrator = get_calibrator()
-    return None if calibrator is None else round(calibrator.probability(features), 4)
+    if calibrator is None:
+        return None
+    return round(shifted(calibrator.probability(features), shift), 4)
+
+
+def logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def shifted(p: float, shift: float) -> float:
+    return p if not shift else 1 / (1 + math.exp(-max(min(logit(p) + shift, 50.0), -50.0)))
+
+
+def log_loss(probabilities, labels, shift: float = 0.0) -> float:
+    """Mean log loss of `probabilities` shifted by `shift` against `labels` (True: right)."""
+    total = 0.0
+    for p, y in zip(probabilities, labels, strict=True):
+        q = min(max(shifted(p, shift), 1e-6), 1 - 1e-6)
+        total -= math.log(q if y else 1 - q)
+    return total / max(1, len(labels))
+
+
+def fit_shift(probabilities, labels, *, prior: float = 1.0) -> float:
+    """The shift b of the log-odds that fits answers of one collection best: the maximum of the
+    likelihood of `labels` under sigmoid(logit(p) + b), with a Gaussian prior of precision `prior`
+    pulling b to 0 (few answers move it little). Platt's intercept alone: the calibrator's
+    weights, learned on other manuals, say which answers are surer; a collection's own answers
+    say how sure on the whole. Newton's method; the objective is concave."""
+    z = [logit(p) for p in probabilities]
+    b = 0.0
+    for _ in range(50):
+        q = [1 / (1 + math.exp(-max(min(zi + b, 50.0), -50.0))) for zi in z]
+        gradient = sum(y - qi for y, qi in zip(labels, q, strict=True)) - prior * b
+        curvature = sum(qi * (1 - qi) for qi in q) + prior
+        step = gradient / curvature
+        b += step
+        if abs(step) < 1e-9:
+            break
+    return b

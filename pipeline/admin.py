@@ -284,3 +284,8 @@ class ExperienceLogAdmin(CuratedAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+from pipeline import evaluation_admin  # noqa: E402,F401 - registers EvaluationRun
+
+from pipeline import misses_admin  # noqa: E402,F401 - registers Lesson, Gap, Mark, the misses  # isort: skip

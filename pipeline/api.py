@@ -1,4 +1,5 @@
-"""REST endpoints for asking questions, reading recorded answers, reviewing write-backs, and health."""
+"""REST endpoints for asking questions, reading and marking recorded answers, reviewing write-backs,
+and health."""
 
 import logging
 from collections.abc import Iterator
@@ -6,7 +7,8 @@ from collections.abc import Iterator
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
@@ -24,8 +26,9 @@ from corpus.originals import place
 from corpus.permissions import IsCurator
 from pipeline.models import Answer, Evidence
 from pipeline.selectors import answer_get, writeback_list, writebacks_curated_by
-from pipeline.services import query_state
+from pipeline.services import answer_mark, query_state
 from pipeline.stages import QueryState, pipeline_events, pipeline_run
+from writeback.models import Mark
 from writeback.review import writeback_approve, writeback_dismiss
 
 log = logging.getLogger(__name__)
@@ -83,6 +86,17 @@ class CitationSerializer(serializers.Serializer):
     original_url = serializers.CharField(allow_null=True, help_text=ORIGINAL_HELP)
 
 
+class MarkSerializer(serializers.ModelSerializer):
+    n = serializers.IntegerField(
+        source="evidence_n", allow_null=True, help_text="The evidence number of the passage marked; null for none."
+    )
+    none = serializers.BooleanField(source="none_answers", help_text="True: none of the sources answers it.")
+
+    class Meta:
+        model = Mark
+        fields = ["response_id", "n", "sentence", "none", "updated_at"]
+
+
 class AnswerSerializer(serializers.ModelSerializer):
     answer = serializers.CharField(source="text")
     found = serializers.BooleanField(help_text="True for the answered outcome only (as before `outcome` existed).")
@@ -112,14 +126,23 @@ class AnswerSerializer(serializers.ModelSerializer):
         help_text="An LLM's sentences as the output gate judged them (sentence, claim, cited, entailment, "
         "scores by evidence number, verdict shown/unsupported, shown_cited); empty for extractive answers.",
     )
+    mark = serializers.SerializerMethodField(
+        help_text="The asker's mark on it (POST .../mark): the sentence that answers it, or none; null when "
+        "none was given. Shown to whoever may read the answer: its asker, and the curators of it."
+    )
 
     class Meta:
         model = Answer
         fields = [
             "response_id", "question", "answer", "found", "outcome", "confidence", "mode", "action", "generator",
             "citations", "evidence", "external", "iterations", "agreement", "notes", "sentences", "warnings",
-            "timings_ms", "created_at",
+            "timings_ms", "mark", "created_at",
         ]  # fmt: skip
+
+    @extend_schema_field(MarkSerializer(allow_null=True))
+    def get_mark(self, answer) -> dict | None:
+        mark = Mark.objects.filter(response_id=answer.response_id).first()
+        return None if mark is None else MarkSerializer(mark).data
 
 
 class QueryApi(APIView):
@@ -176,6 +199,49 @@ class AnswerDetailApi(APIView):
         if answer is None:
             raise NotFound("no answer with this response id for you")
         return Response(AnswerSerializer(answer).data)
+
+
+ERRORS = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="The field at fault and why: n, sentence or none (a 400 from the body's shape or content).",
+    examples=[OpenApiExample("not in that passage", value={"sentence": ["passage [2] of this answer showed no such sentence"]})],
+)  # fmt: skip
+NOT_YOURS = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="No answer with this id that you asked (a curator of it too: only its asker marks it).",
+    examples=[OpenApiExample("not yours", value={"response_id": ["no answer with this response id for you"]})],
+)
+
+
+class AnswerMarkApi(APIView):
+    """The asker marks where the answer was: a sentence of one of the answer's passages (`n`, as its
+    card showed it), or `none: true`, none of its sources answers it. A second mark replaces the
+    first. It changes no answer and no reputation: it waits on the curators' list."""
+
+    throttle_scope = "feedback"
+
+    class MarkInputSerializer(serializers.Serializer):
+        n = serializers.IntegerField(
+            min_value=1, max_value=10_000, required=False, allow_null=True,
+            help_text="The evidence number of the passage.",
+        )  # fmt: skip
+        sentence = serializers.CharField(
+            required=False, allow_blank=True, allow_null=True, max_length=10_000,
+            help_text="One of that passage's sentences (its evidence strips), whitespace aside.",
+        )  # fmt: skip
+        none = serializers.BooleanField(
+            required=False, default=False, help_text="None of the sources answers it: send without n and sentence."
+        )
+
+    @extend_schema(request=MarkInputSerializer, responses={200: MarkSerializer, 400: ERRORS, 404: NOT_YOURS})
+    def post(self, request, response_id):
+        data = self.MarkInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        mark = answer_mark(
+            user=request.user, response_id=response_id, n=data.validated_data.get("n"),
+            sentence=data.validated_data.get("sentence") or "", none=data.validated_data["none"],
+        )  # fmt: skip
+        return Response(MarkSerializer(mark).data)
 
 
 class WriteBackSerializer(serializers.ModelSerializer):

@@ -91,6 +91,8 @@ class Candidate:
     rank_score: float | None = None  # reputation ranking (corpus candidates)
     reputation: float | None = None  # the chunk's decayed short-term mean C
     reputation_weight: float | None = None  # how much of that record counted for this question
+    taught: int | None = None  # the strip a lesson states (pipeline.stages.teach), if one reaches it
+    confidence_shift: float = 0.0  # its collection's adaptation of answer confidence (writeback.models.Adaptation)
     notes: list[str] = field(default_factory=list)
 
     @property

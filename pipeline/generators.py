@@ -82,6 +82,8 @@ class EvidenceText:
     relevance: float = 0.0
     similarity: float = 0.0
     coverage: float = 0.0
+    taught: int | None = None  # the strip a lesson states (gate.Candidate.taught)
+    confidence_shift: float = 0.0  # its collection's adaptation of the confidence (gate.Candidate)
 
 
 def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
@@ -89,7 +91,8 @@ def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
         EvidenceText(
             c.n, c.refined or c.text, c.title, c.origin, tuple(s.shown for s in c.strips),
             tuple(s.labelled for s in c.strips), tuple(s.relevance for s in c.strips), tuple(s.label for s in c.strips),
-            tuple(s.shows for s in c.strips), c.relevance or 0.0, c.similarity or 0.0, c.coverage or 0.0,
+            tuple(s.shows for s in c.strips), c.relevance or 0.0, c.similarity or 0.0, c.coverage or 0.0, c.taught,
+            c.confidence_shift,
         )
         for c in candidates
     ]  # fmt: skip
@@ -112,6 +115,7 @@ class Generation:
     # P(the stated answer holds what was asked), judges/confidence.py; None where nothing was judged.
     confidence: float | None = None
     features: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
+    claim: str = ""  # what the extractive answer states, or would have had it been sure (where to look)
     notes: list[str] = field(default_factory=list)
     sentences: list[dict] = field(default_factory=list)  # an LLM's sentences as the output gate judged them
     timings_ms: dict[str, float] = field(default_factory=dict)  # the output gate's own time
@@ -178,6 +182,12 @@ class ExtractiveGenerator:
         evidence = [e for e in evidence if e.n in strips]
         if not evidence:
             return not_found(self.name)
+        if taught := next((e for e in evidence if e.taught is not None and e.taught < len(strips[e.n])), None):
+            strip = strips[taught.n][taught.taught]
+            return Generation(
+                _cited(strip.text, taught.n, strip.shows), [taught.n], self.name,
+                notes=[f"stated from a lesson: a curator confirmed that [{taught.n}] answers a question like this one"],
+            )  # fmt: skip
         accept, max_sentences = settings.CAIRN_ANSWER_THRESHOLD, settings.CAIRN_ANSWER_SENTENCES
         lead = evidence[0]  # the best-ranked VERIFIED passage; pipeline/extractive.py says when another leads
         by_relevance = sorted((s for e in evidence[1:] for s in strips[e.n]), key=lambda s: -s.relevance)
@@ -218,17 +228,17 @@ class ExtractiveGenerator:
             lead=Passage(lead.relevance, lead.similarity, lead.coverage), lead_rank=evidence.index(lead),
             verified=len(evidence), switched=switched is not None, cited=len(cited),
         )  # fmt: skip
-        confidence = answer_confidence(features)
+        confidence = answer_confidence(features, shift=lead.confidence_shift)
         sure = confidence is None or confidence >= settings.CAIRN_ANSWER_CONFIDENCE
         if max(s.score for s in chosen) >= floor and sure:
-            return Generation(text, cited, self.name, confidence=confidence, features=features)
+            return Generation(text, cited, self.name, confidence=confidence, features=features, claim=text)
         # A relevant passage that states no answer, or an answer Cairn is not sure of: no claim, the
         # passages that look closest (and so never proposed as a corpus addition).
         closest = closest_passages(lead_sentences, other_sentences, limit=WHERE_TO_LOOK_PASSAGES)
         pointers = " ".join(_cited(s.text, s.n, strips[s.n][s.position].shows) for s in closest)
         return Generation(
             f"{WHERE_TO_LOOK} {pointers}", [s.n for s in closest], self.name, found=False,
-            outcome=WHERE_TO_LOOK_OUTCOME, confidence=confidence, features=features,
+            outcome=WHERE_TO_LOOK_OUTCOME, confidence=confidence, features=features, claim=text,
         )  # fmt: skip
 
     def stream(self, question, evidence, *, warnings=()) -> Stream[str, None, Generation]:

@@ -34,6 +34,11 @@ class Answer(models.Model):
         blank=True,
         help_text="Calibrated P(the stated answer holds what was asked); empty if none was judged.",
     )
+    claim = models.TextField(
+        blank=True,
+        help_text="What the extractive answer stated, or would have stated had it been sure (where to look): what "
+        "a lesson's sentence is compared with to tell whether Cairn was right (pipeline/adaptation.py).",
+    )
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.STANDARD)
     action = models.CharField(max_length=10, blank=True, help_text="CRAG action: CORRECT, AMBIGUOUS or INCORRECT.")
     generator = models.CharField(max_length=20, blank=True, help_text="The generator that wrote the answer.")
@@ -52,6 +57,10 @@ class Answer(models.Model):
         default=list, blank=True, help_text="Critiques of similar past answers, passed to the generator."
     )
     timings_ms = models.JSONField(default=dict, blank=True, help_text="Milliseconds spent in each pipeline stage.")
+    embedding = VectorField(
+        dimensions=EMBEDDING_DIM, null=True, blank=True,
+        help_text="Of the question: the curators' list of misses groups questions by it.",
+    )  # fmt: skip
     # Recorded when the answer is made: its evidence quotes these collections whether or not their
     # chunks still exist (a re-ingest replaces them), so who may read it never changes afterwards.
     collections = models.ManyToManyField(
@@ -163,3 +172,40 @@ class Critique(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source}: {self.text[:80]}"
+
+
+class EvaluationRun(models.Model):
+    """One run of `manage.py evaluate`: an organisation's own questions asked through the pipeline,
+    scored by pipeline/evaluation.py, and compared with the previous run of the same question file
+    (by content), collections, mode and top_k. Written once, when the run ends; never changed."""
+
+    questions_file = models.CharField(max_length=1000, help_text="The question file, as it was named.")
+    questions_sha256 = models.CharField(max_length=64, help_text="Of the file's bytes: runs of the same file.")
+    collections = models.JSONField(
+        default=list, blank=True, help_text="The slugs of the collections asked, sorted; empty: all the user reads."
+    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    mode = models.CharField(max_length=10, choices=Answer.Mode.choices)
+    top_k = models.PositiveIntegerField()
+    margin_points = models.FloatField(help_text="The fall, in percentage points, a rate was allowed.")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    totals = models.JSONField(default=dict, help_text="pipeline.evaluation.run_summary: counts, rates, p50/p95.")
+    results = models.JSONField(
+        default=list, help_text="Per question: id, question, answerable, outcome, right, latency_ms, response_id."
+    )
+    commit = models.CharField(max_length=40, blank=True, help_text="git rev-parse HEAD; empty outside a checkout.")
+    passed = models.BooleanField(help_text="No rate fell more than the margin and every question was answered.")
+    previous = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="The run compared with."
+    )
+    comparison = models.JSONField(
+        default=dict, blank=True, help_text="pipeline.evaluation.run_compare, and the questions now wrong or right."
+    )
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["questions_sha256", "-started_at"], name="evaluationrun_file_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.questions_file} at {self.started_at:%Y-%m-%d %H:%M}: {'passed' if self.passed else 'failed'}"

@@ -1,14 +1,18 @@
-"""Answering questions: resolve what the asker may read, then run the pipeline."""
+"""Answering questions: resolve what the asker may read, then run the pipeline; and the asker's
+mark on an answer (the sentence of its evidence that answers it, or none)."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from rest_framework import status
 
 from config.exceptions import CairnError
-from corpus.selectors import collections_readable_by
-from pipeline.models import Answer
+from corpus.selectors import chunks_readable_by, collections_readable_by
+from pipeline.models import Answer, Evidence
 from pipeline.stages import QueryState, pipeline_run
+from writeback.lessons import mark_record, same_sentence
+from writeback.models import Mark
 
 
 def question_answer(**kwargs) -> QueryState:
@@ -47,4 +51,46 @@ def query_state(
         collection_ids = list(found.values())
     return QueryState(
         user=user, question=question, top_k=top_k, mode=mode, generator=generator or "", collection_ids=collection_ids
+    )
+
+
+def answer_mark(*, user: AbstractBaseUser, response_id, n: int | None, sentence: str = "", none: bool = False) -> Mark:
+    """Record the asker's word on their answer `response_id`: `sentence` of its evidence `n`
+    answers the question, or (`none`) none of its sources does. A second mark replaces the first.
+
+    Only the asker marks: anyone else, a curator of the answer included, is told there is no such
+    answer. The sentence must be one that evidence `n` of this answer showed (its strips), and its
+    passage still in the documents `user` may read. It moves no reputation counter and changes no
+    answer: it waits for a curator."""
+    answer = Answer.objects.filter(response_id=response_id, user_id=user.pk).first() if user.is_authenticated else None
+    if answer is None:  # unknown, or someone else's: the same answer, so nothing leaks
+        raise CairnError(
+            "response_id", "no answer with this response id for you", status_code=status.HTTP_404_NOT_FOUND
+        )
+    if none:
+        if n is not None:
+            raise CairnError("n", "a mark that none of the sources answers names no passage")
+        if sentence.strip():
+            raise CairnError("sentence", "a mark that none of the sources answers names no sentence")
+        return mark_record(user=user, response_id=answer.response_id, question=answer.question)
+    if not sentence.strip():
+        raise CairnError("sentence", "name the sentence that answers it, or mark that none of the sources does")
+    if n is None:
+        raise CairnError("n", "name the evidence number of the passage the sentence is from")
+    evidence = answer.evidence.filter(n=n, origin=Evidence.Origin.CORPUS).first()
+    if evidence is None:
+        raise CairnError("n", f"this answer has no passage [{n}] from your documents")
+    # Through the one gate to chunks: a passage re-ingested, retracted or no longer readable since.
+    chunk = (
+        chunks_readable_by(user=user).filter(id=evidence.chunk_id).select_related("document__collection").first()
+        if evidence.chunk_id is not None
+        else None
+    )
+    if chunk is None:
+        raise CairnError("n", f"passage [{n}] has changed since this answer: ask again to mark its sentence")
+    held = next((s["text"] for s in evidence.strips if same_sentence(s["text"], sentence)), None)
+    if held is None:
+        raise CairnError("sentence", f"passage [{n}] of this answer showed no such sentence")
+    return mark_record(
+        user=user, response_id=answer.response_id, question=answer.question, evidence_n=n, chunk=chunk, sentence=held
     )

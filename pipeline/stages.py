@@ -2,9 +2,11 @@
 
     embed_query -> retrieve -> rank -> verify -> correct -> refine -> recall -> generate -> record
 
-Each stage is a plain function of the state, testable alone; each is timed. `rank` re-orders a
-pool of top_k * CAIRN_RANK_POOL retrieved chunks by reputation and keeps top_k; `verify` is the gate
-(pipeline/gate.py), `correct` asks the external source only when the gate says it should,
+Each stage is a plain function of the state, testable alone; each is timed. `retrieve` also finds
+the lesson of a near question a curator confirmed (writeback.selectors.lessons_near), whose passage
+`rank` puts first and `verify` makes VERIFIED with its sentence the one to state (`teach`). `rank`
+re-orders a pool of top_k * CAIRN_RANK_POOL retrieved chunks by reputation and keeps top_k; `verify`
+is the gate (pipeline/gate.py), `correct` asks the external source only when the gate says it should,
 `recall` finds critiques of rejected answers to similar questions (the experience store),
 `generate` writes from VERIFIED evidence only (or runs the retroactive loop in deep mode), passing
 those critiques as warnings, and `record` stores everything the response shows and proposes the
@@ -27,6 +29,7 @@ from corpus.embedder import get_embedder
 from corpus.selectors import (
     Hit,
     calibrated_relevance_upper,
+    chunk_hits,
     chunk_search,
     collections_quoted_by,
     documents_modified,
@@ -55,6 +58,9 @@ from pipeline.search import SearchError, get_search_provider, keyword_query, tru
 from pipeline.selectors import critiques_similar
 from reputation.ranking import hits_rank
 from reputation.services import credits_record
+from writeback.lessons import lessons_recheck, same_sentence
+from writeback.models import Lesson
+from writeback.selectors import LessonMatch, confidence_shifts, lessons_near
 from writeback.tasks import writeback_validate_enqueue
 
 
@@ -68,6 +74,7 @@ class QueryState:
     collection_ids: list[int] | None = None
     query_vector: np.ndarray | None = None
     hits: list[Hit] = field(default_factory=list)
+    lessons: list[LessonMatch] = field(default_factory=list)  # confirmed answers to a question like this one
     candidates: list[Candidate] = field(default_factory=list)
     gate: Gate | None = None
     action: Action | None = None
@@ -104,12 +111,32 @@ def retrieve(state: QueryState) -> None:
         limit=state.top_k * settings.CAIRN_RANK_POOL,
         collection_ids=state.collection_ids,
     )
+    state.lessons = lessons_reaching(state)
+    found = {h.chunk_id for h in state.hits}
+    if missing := [m.chunk_id for m in state.lessons if m.chunk_id not in found]:
+        state.hits += chunk_hits(
+            user=state.user, chunk_ids=missing, query_vector=state.query_vector, collection_ids=state.collection_ids
+        )
+
+
+def lessons_reaching(state: QueryState) -> list[LessonMatch]:
+    """The lesson of the nearest question a curator confirmed an answer for, if it is near enough
+    and its passage readable by the asker (writeback.selectors.lessons_near). One whose passage a
+    re-ingest replaced is re-checked first: kept if the document still holds its sentence."""
+    found = lessons_near(user=state.user, query_vector=state.query_vector, collection_ids=state.collection_ids)
+    if stale := [m.lesson_id for m in found if m.chunk_id is None]:
+        lessons_recheck(Lesson.objects.filter(id__in=stale))
+        found = lessons_near(user=state.user, query_vector=state.query_vector, collection_ids=state.collection_ids)
+    return [m for m in found if m.chunk_id is not None]
 
 
 def rank(state: QueryState) -> None:
-    """Reputation re-orders the pool (reputation/ranking.py); the best top_k become the candidates."""
+    """Reputation re-orders the pool (reputation/ranking.py); the best top_k become the candidates,
+    a lesson's passage first."""
     explore = settings.CAIRN_RANK_EXPLORE_FAST if state.mode == Answer.Mode.FAST else settings.CAIRN_RANK_EXPLORE
-    ranked = hits_rank(state.hits, explore=explore, question_vector=state.query_vector)[: state.top_k]
+    ranked = hits_rank(state.hits, explore=explore, question_vector=state.query_vector)
+    taught = {m.chunk_id for m in state.lessons}
+    ranked = sorted(ranked, key=lambda r: r.hit.chunk_id not in taught)[: state.top_k]
     state.hits = [r.hit for r in ranked]
     state.candidates = [
         candidate_from_hit(
@@ -128,7 +155,33 @@ def verify(state: QueryState) -> None:
         query_vector=state.query_vector, terms=terms, upper=upper,
     )  # fmt: skip
     state.gate.verify(state.candidates)
+    teach(state)
+    shifts = confidence_shifts({c.hit.collection_id for c in state.candidates if c.hit})
+    for candidate in state.candidates:
+        candidate.confidence_shift = shifts.get(candidate.hit.collection_id, 0.0) if candidate.hit else 0.0
     state.action = action_for(answerable_relevances(state.candidates), state.gate.upper)
+
+
+def teach(state: QueryState) -> None:
+    """A lesson's passage is VERIFIED and its sentence the one to state: a curator confirmed that it
+    answers a question this near (a reader's unconfirmed mark never gets here). The passage keeps
+    its own scores otherwise, so the reader sees how the models alone judged it."""
+    upper = state.gate.upper
+    for lesson in state.lessons:
+        candidate = next((c for c in state.candidates if c.hit and c.hit.chunk_id == lesson.chunk_id), None)
+        if candidate is None:
+            continue
+        position = next((i for i, s in enumerate(candidate.strips) if same_sentence(s.text, lesson.sentence)), None)
+        if position is None:
+            continue
+        candidate.strips[position].relevance = max(candidate.strips[position].relevance, 1.0)
+        candidate.relevance = max(candidate.relevance or 0.0, upper)
+        candidate.trust = max(candidate.trust, settings.CAIRN_VERIFIED_THRESHOLD)
+        candidate.bucket, candidate.settled, candidate.taught = Bucket.VERIFIED, True, position
+        candidate.notes.append(
+            f"a curator confirmed this passage answers a question like this one ({lesson.similarity:.2f})"
+        )
+        return  # one lesson states the answer
 
 
 def correct(state: QueryState) -> None:
@@ -264,6 +317,8 @@ def dispute(state: QueryState) -> list[Candidate] | None:
     one of them relevant enough to answer from (the upper threshold), the preferred side first.
     Left to agreement alone, both would lose (or five planted passages outvote the one true one)
     and the reader would get "not found" or the planted answer; shown both, the reader decides."""
+    if any(c.taught is not None for c in state.candidates):
+        return None  # a curator settled what answers it
     by_n = {c.n: c for c in state.candidates}
     relevance = lambda c: c.relevance or 0.0  # noqa: E731
     upper = state.gate.upper if state.gate is not None else settings.CAIRN_RELEVANCE_UPPER
@@ -302,6 +357,7 @@ def record(state: QueryState) -> None:
             found=generation.found,
             outcome=generation.outcome,
             confidence=generation.confidence,
+            claim=generation.claim,
             mode=state.mode,
             action=state.action or "",
             generator=generation.generator,
@@ -321,6 +377,7 @@ def record(state: QueryState) -> None:
             sentences=generation.sentences,
             warnings=state.warnings,
             timings_ms=dict(state.timings_ms),
+            embedding=None if state.query_vector is None else list(map(float, state.query_vector)),
         )
         Evidence.objects.bulk_create(
             Evidence(

@@ -14,6 +14,8 @@ from corpus.services import collection_get_or_create, curators_group_ensure, doc
 from corpus.writebacks import writeback_propose, writeback_publish
 from pipeline.models import Answer, Evidence
 from tests.conftest import SALARY, client_for
+from writeback.lessons import gap_record, lesson_create, mark_record
+from writeback.models import Gap, Lesson
 
 
 def admin_client(user) -> Client:
@@ -133,6 +135,52 @@ def test_a_retraction_is_undone_by_an_audited_restore_and_not_by_ingesting_again
     assert insider.post(f"/api/v1/documents/{document.id}/restore", {}, format="json").status_code == 409
 
 
+def misses_surfaces(web: Client, hr, chunk, root) -> dict[str, bool]:
+    """The curators' list of what went unanswered in hr, its decisions, and the lessons, gaps and
+    marks of hr, tried through `web`: which let it through. A decision let through settles the
+    group; it is undone after, so that the next one finds the group again."""
+    missed = Answer.objects.create(question="Who reviews the salary bands?", text="…", found=False,
+                                   outcome=Answer.Outcome.WHERE_TO_LOOK)  # fmt: skip
+    missed.collections.set([hr])
+    # Marked by its reader: shown to hr's curators at once, whoever else asked.
+    mark = mark_record(user=root, response_id=missed.response_id, question=missed.question, evidence_n=1,
+                       chunk=chunk, sentence=SALARY)  # fmt: skip
+    lesson = lesson_create(actor=root, question="When are salary bands reviewed?", chunk=chunk, sentence=SALARY,
+                           origin=Lesson.Origin.PICKED)  # fmt: skip
+    gap = gap_record(actor=root, collection=hr, question="Are the salary bands published?")
+    marker, unanswered = "alary bands", "/admin/writeback/lesson/unanswered/"
+    group = f"{unanswered}{hr.id}/{missed.response_id}/"
+
+    def shown(response) -> bool:
+        return response.status_code == 200 and marker in response.content.decode()
+
+    def settles(decision: str, data: dict) -> bool:
+        response = web.post(f"{group}{decision}/", data)
+        key = [str(missed.response_id)]
+        made = [Lesson.objects.filter(response_ids__contains=key), Gap.objects.filter(response_ids__contains=key)]
+        settled = any(m.exists() for m in made)
+        for m in made:
+            m.delete()
+        return response.status_code == 302 and settled
+
+    return {
+        "admin unanswered questions": shown(web.get(unanswered)),
+        "admin unanswered questions of hr": shown(web.get(f"{unanswered}?collection={hr.id}")),
+        "admin unanswered group and its search": shown(web.get(group)),
+        "admin confirm a mark": settles("confirm", {"mark": mark.id}),
+        "admin pick a sentence": settles("pick", {"chunk": chunk.id, "sentence": SALARY}),
+        "admin write the answer": settles("write", {"answer": "The compensation committee reviews salary bands."}),
+        "admin not covered": settles("gap", {"note": "publish the salary bands"}),
+        **{f"admin list {url}": shown(web.get(url)) for url in (
+            "/admin/writeback/lesson/?q=salary", "/admin/writeback/gap/?q=salary", "/admin/writeback/mark/?q=salary",
+        )},
+        **{f"admin page {url}": web.get(url).status_code == 200 for url in (
+            f"/admin/writeback/lesson/{lesson.id}/change/", f"/admin/writeback/gap/{gap.id}/change/",
+            f"/admin/writeback/mark/{mark.id}/change/",
+        )},
+    }  # fmt: skip
+
+
 PERSONAS = ["alice", "charlie", "bob", "dana", "root"]  # finance reader, outsider, other curator, hr's, superuser
 
 
@@ -231,6 +279,7 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
             f"/admin/reputation/reputation/{chunk.id}/change/",
         )  # fmt: skip
     }
+    allowed |= misses_surfaces(web, hr, chunk, root)
     query = api.post("/api/v1/query", {"question": "When are salary bands reviewed?", "mode": "fast",
                                        "collections": ["hr"]}, format="json")  # fmt: skip
     allowed |= {
@@ -256,6 +305,8 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
     }
     # Through these no one gets hr's text or changes what it shows, hr's own curator included.
     never = {
+        "admin lesson edit": web.post(f"/admin/writeback/lesson/{Lesson.objects.get().id}/change/",
+                                      {"sentence": "Renamed."}) and Lesson.objects.filter(sentence="Renamed.").exists(),
         "nearest text to an edited approve": "alary bands"
         in str(api.post(f"/api/v1/writebacks/{public_writeback.id}/approve", {"answer": SALARY + " [1]"},
                         format="json").json().get("nearest")),

@@ -571,3 +571,74 @@ def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(se
                 assert details.count("Left out") == int(checked.split()[0])
         browser.close()
     assert errors == []
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_a_reader_marks_with_the_keyboard_the_sentence_that_answered_and_then_that_none_did(served_database, request):
+    """Where the answer was, on the ask page in a real browser against the production server: the
+    reader tabs from a source's title to its first sentence's "this answers it" and presses Enter;
+    the button shows pressed, the card thanks them, and the Mark row holds that sentence. Then "None
+    of these sources answers it" replaces it, on the page as in the row, and a reload still shows it."""
+    from playwright.sync_api import sync_playwright
+
+    shots = SCREENSHOTS / request.node.name
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    manage("reader", "gwen", "--password-stdin", input="tern-willow-basalt-19\n")
+    errors = []
+
+    def stored(response_id: str) -> dict:
+        script = (
+            f"import json; from writeback.models import Mark; m = Mark.objects.get(response_id={response_id!r}); "
+            "print(json.dumps({'user': m.user.username, 'n': m.evidence_n, 'sentence': m.sentence}))"
+        )
+        return json.loads(manage("shell", "-c", script).stdout.strip().splitlines()[-1])
+
+    with served() as base, sync_playwright() as playwright:
+        browser = chromium(playwright)
+        page = browser.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        sign_in(page, base, "gwen", "tern-willow-basalt-19")
+        page.fill("#question", "where do visitors park")
+        page.select_option("#mode", "fast")
+        page.press("#question", "Enter")
+        page.wait_for_selector("#actions:not([hidden])", timeout=60_000)
+        response_id = page.evaluate("new URLSearchParams(location.search).get('answer')")
+        assert page.get_attribute("#mark-none", "aria-pressed") == "false"
+
+        # The keyboard alone: from the first source's title, Tab reaches its first sentence's button.
+        card = page.locator("#sources li.card").first
+        card.locator(".card-title a").focus()
+        for _ in range(6):
+            page.keyboard.press("Tab")
+            if page.evaluate("document.activeElement.matches('#sources button.answers-it')"):
+                break
+        at = page.evaluate("[...document.querySelectorAll('button.answers-it')].indexOf(document.activeElement)")
+        assert at >= 0, page.evaluate("document.activeElement.outerHTML")
+        button = page.locator("button.answers-it").nth(at)
+        assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") != "none"  # focus shows
+        assert button.get_attribute("aria-pressed") == "false"
+        n, sentence = int(button.get_attribute("data-n")), button.get_attribute("data-sentence")
+        assert button.get_attribute("aria-label").startswith(f"This answers it: [{n}] {sentence.split()[0]}")
+        page.keyboard.press("Enter")
+        card.locator(".mark-note", has_text="Thanks: a curator will review it").wait_for()
+        assert button.get_attribute("aria-pressed") == "true"
+        assert page.locator("button.answers-it[aria-pressed=true]").count() == 1
+        assert page.get_attribute("#mark-none", "aria-pressed") == "false"
+        page.screenshot(path=str(shots / "1-sentence-marked.png"), full_page=True)
+        assert stored(response_id) == {"user": "gwen", "n": n, "sentence": sentence}
+
+        # "None of these sources answers it": one mark at a time, here as on the server.
+        page.click("#mark-none")
+        page.locator("#mark-state", has_text="Thanks: a curator will review it").wait_for()
+        assert page.get_attribute("#mark-none", "aria-pressed") == "true"
+        assert page.locator("button.answers-it[aria-pressed=true]").count() == 0
+        assert card.locator(".mark-note").inner_text() == ""
+        page.screenshot(path=str(shots / "2-none-marked.png"), full_page=True)
+        assert stored(response_id) == {"user": "gwen", "n": None, "sentence": ""}
+
+        page.reload()  # the recorded answer, re-opened, with the reader's mark on it
+        page.wait_for_selector("#actions:not([hidden])")
+        assert page.get_attribute("#mark-none", "aria-pressed") == "true"
+        browser.close()
+    assert errors == []

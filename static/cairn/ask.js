@@ -1,6 +1,8 @@
 // The ask page: asks through the query API as a stream of server-sent events (progress, then the
-// answer as it is written, then the recorded answer), re-opens a recorded answer (?answer=ID), and
-// gives feedback through the feedback API. No framework, no external assets.
+// answer as it is written, then the recorded answer), re-opens a recorded answer (?answer=ID),
+// gives feedback through the feedback API, and lets the asker mark where the answer was (a sentence
+// of a passage, or none of them) through the mark API. No framework, no external assets; text from
+// documents only ever becomes text nodes and attributes.
 const $ = (id) => document.getElementById(id);
 const form = $("ask");
 const csrf = () => form.csrfmiddlewaretoken.value;
@@ -103,7 +105,7 @@ async function ask(question, mode) {
 function showStreaming(text) {
   $("headline").textContent = "Writing the answer…";
   $("answer").textContent = text;
-  for (const id of ["confidence", "actions", "reason", "disagreement", "checked"]) $(id).hidden = true;
+  for (const id of ["confidence", "actions", "reason", "disagreement", "checked", "marking"]) $(id).hidden = true;
   $("warnings").replaceChildren();
   $("warnings-label").hidden = true;
   $("sources").replaceChildren();
@@ -138,23 +140,89 @@ function linked(text) {
   });
 }
 
-// A passage with the sentences the answer drew on marked.
-function highlighted(text, strips) {
+// Where in a passage the sentences the answer drew on are: [start, end) spans, in order, not overlapping.
+function highlights(text, strips) {
   const spans = [];
   for (const strip of strips) {
     const at = text.indexOf(strip);
     if (strip && at >= 0) spans.push([at, at + strip.length]);
   }
   spans.sort((a, b) => a[0] - b[0]);
+  const kept = [];
+  for (const span of spans) if (!kept.length || span[0] >= kept[kept.length - 1][1]) kept.push(span);
+  return kept;
+}
+
+// text[from, to) with the highlighted parts in <mark>.
+function highlighted(text, spans, from = 0, to = text.length) {
+  const nodes = [];
+  let at = from;
+  for (const [start, end] of spans) {
+    if (end <= at || start >= to) continue;
+    if (start > at) nodes.push(document.createTextNode(text.slice(at, start)));
+    nodes.push(el("mark", {textContent: text.slice(Math.max(start, at), Math.min(end, to))}));
+    at = Math.min(end, to);
+  }
+  if (at < to) nodes.push(document.createTextNode(text.slice(at, to)));
+  return nodes;
+}
+
+const sameSentence = (a, b) => a.split(/\s+/).join(" ").trim() === b.split(/\s+/).join(" ").trim();
+
+// Where a sentence (a strip of the passage) sits in the passage as shown, whitespace aside, clear of
+// the sentences placed already; null when the shown text does not hold it as such. The pattern is
+// the sentence's own words, escaped, joined by \s+: no nested repetition to backtrack through.
+function locate(text, sentence, placed) {
+  const words = sentence.split(/\s+/).filter(Boolean);
+  if (!words.length) return null;
+  const pattern = new RegExp(words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("\\s+"), "g");
+  for (let found; (found = pattern.exec(text));) {
+    const span = [found.index, found.index + found[0].length];
+    if (!placed.some(([start, end]) => span[0] < end && start < span[1])) return span;
+    pattern.lastIndex = found.index + 1;
+  }
+  return null;
+}
+
+// The asker's "this answers it" for one sentence of passage n: a toggle showing the current mark.
+function answersIt(n, sentence) {
+  const button = el("button", {type: "button", className: "answers-it", textContent: "This answers it"});
+  const words = sentence.split(/\s+/).filter(Boolean);
+  const excerpt = words.slice(0, 10).join(" ") + (words.length > 10 ? "…" : "");
+  button.setAttribute("aria-label", `This answers it: [${n}] ${excerpt}`);
+  button.setAttribute("aria-pressed", "false");
+  button.dataset.n = n;
+  button.dataset.sentence = sentence;
+  button.addEventListener("click", () => mark({n, sentence}, button));
+  return button;
+}
+
+// A passage as shown, its sentences (strips) each followed by its "this answers it" button when the
+// passage may be marked; the sentences the shown text does not hold as such listed after it.
+function passage(item, strips) {
+  const text = readable(item.text);
+  const spans = highlights(text, strips);
+  const sentences = item.origin === "corpus" && item.chunk_id ? item.strips.map((s) => s.text).filter((s) => s.trim()) : [];
+  const placed = [];
+  const apart = [];
+  for (const sentence of sentences) {
+    const at = locate(text, sentence, placed);
+    if (at) placed.push([...at, sentence]);
+    else apart.push(sentence);
+  }
+  placed.sort((a, b) => a[0] - b[0]);
   const nodes = [];
   let from = 0;
-  for (const [start, end] of spans) {
-    if (start < from) continue;
-    nodes.push(document.createTextNode(text.slice(from, start)), el("mark", {textContent: text.slice(start, end)}));
+  for (const [start, end, sentence] of placed) {
+    nodes.push(...highlighted(text, spans, from, start),
+      el("span", {className: "sentence"}, ...highlighted(text, spans, start, end), " ", answersIt(item.n, sentence)));
     from = end;
   }
-  nodes.push(document.createTextNode(text.slice(from)));
-  return nodes;
+  nodes.push(...highlighted(text, spans, from));
+  const list = apart.length
+    ? el("ul", {className: "sentences"}, ...apart.map((s) => el("li", {}, el("span", {className: "sentence"}, s, " ", answersIt(item.n, s)))))
+    : null;
+  return {nodes, list, markable: sentences.length > 0};
 }
 
 // A chunk's block syntax (headings "# ", fenced code, ": " definitions, "- " items, "| " rows) as plain lines.
@@ -179,11 +247,18 @@ function card(item, strips, cited) {
   const place = !placeText ? null : item.original_url
     ? el("a", {href: item.original_url, className: "original", textContent: placeText})
     : el("span", {textContent: placeText});
-  const passage = el("blockquote", {}, ...highlighted(readable(item.text), strips));
-  if (!cited) passage.className = "plain";
+  const shown = passage(item, strips);
+  const quote = el("blockquote", {}, ...shown.nodes);
+  if (!cited) quote.className = "plain";
+  let note = null; // where this card confirms the asker's mark
+  if (shown.markable) {
+    note = el("p", {className: "meta mark-note"});
+    note.setAttribute("role", "status");
+  }
   return el("li", {id: `source-${item.n}`, className: cited ? "card cited" : "card", value: item.n},
     el("div", {className: "card-title"}, title),
-    el("div", {className: "meta"}, provenance.join(" · "), place && provenance.length ? " · " : null, place), passage);
+    el("div", {className: "meta"}, provenance.join(" · "), place && provenance.length ? " · " : null, place),
+    quote, shown.list, note);
 }
 
 function render(body) {
@@ -230,6 +305,11 @@ function render(body) {
   $("warnings").replaceChildren(...[...new Set(body.warnings)].map((w) => el("li", {textContent: w, title: w})));
   $("warnings-label").hidden = !body.warnings.length;
 
+  // Where the answer was: any passage's sentence, or none of them (one mark, the asker's latest).
+  $("marking").hidden = !body.evidence.length;
+  $("mark-state").textContent = "";
+  showMark(body.mark);
+
   details(body);
   $("actions").hidden = false;
   $("reason").hidden = true;
@@ -268,6 +348,43 @@ async function feedback(payload, thanks) {
   const body = await response.json().catch(() => null);
   $("feedback-state").textContent = response.ok ? thanks : errorText(body);
 }
+
+// The mark on show: the one pressed button (a sentence's, or "none of these sources").
+function showMark(mark) {
+  for (const button of $("result").querySelectorAll("button.answers-it")) {
+    const on = Boolean(mark && !mark.none && Number(button.dataset.n) === mark.n && sameSentence(button.dataset.sentence, mark.sentence));
+    button.setAttribute("aria-pressed", String(on));
+    button.closest(".sentence").classList.toggle("marked", on);
+  }
+  $("mark-none").setAttribute("aria-pressed", String(Boolean(mark && mark.none)));
+}
+
+async function mark(payload, button) {
+  if (!current) return;
+  const note = button.closest(".card")?.querySelector(".mark-note") || $("mark-state");
+  let response, body;
+  try {
+    response = await fetch(`/api/v1/answers/${encodeURIComponent(current.response_id)}/mark`, {
+      method: "POST",
+      headers: {"Content-Type": "application/json", "X-CSRFToken": csrf()},
+      body: JSON.stringify(payload),
+    });
+    body = await response.json().catch(() => null);
+  } catch (error) {
+    note.textContent = `The mark could not be sent (${error.message}). Please try again.`;
+    return;
+  }
+  for (const other of $("result").querySelectorAll(".mark-note, #mark-state")) other.textContent = "";
+  if (!response.ok) {
+    note.textContent = errorText(body);
+    return;
+  }
+  current.mark = body; // a new mark replaces the old, here as on the server
+  showMark(body);
+  note.textContent = "Thanks: a curator will review it.";
+}
+
+$("mark-none").addEventListener("click", () => mark({none: true}, $("mark-none")));
 
 form.addEventListener("submit", (event) => {
   event.preventDefault();

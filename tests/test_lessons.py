@@ -1,0 +1,162 @@
+"""Lessons at query time: a curator's confirmed (question, passage, sentence) reaches near questions
+of readers who may read the passage, and nothing else; it follows its document (retracted, changed)."""
+
+import numpy as np
+import pytest
+from django.contrib.auth.models import Group, User
+
+from config.exceptions import CairnError
+from corpus.extract import ExtractedDocument
+from corpus.lineage import document_retract
+from corpus.models import AuditEvent, Document
+from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
+from pipeline.generators import ANSWERED
+from pipeline.services import question_answer
+from writeback.lessons import lesson_create, lesson_retract
+from writeback.models import Lesson
+
+pytestmark = pytest.mark.django_db
+
+BADGE = "Lost badges must be reported to the security desk on the ground floor within one working day."
+HANDBOOK = (
+    "Passwords expire every ninety days and are changed from the account portal. "
+    "The VPN client is installed from the software centre on every managed laptop. "
+    f"{BADGE} "
+    "Printer queues are cleared automatically every night at two o'clock."
+)
+TAUGHT = "What do I do if I lose my badge?"
+NEAR = "I lost my badge, what should I do?"
+FAR = "How do I install the VPN client?"
+
+
+@pytest.fixture
+def itdesk(db):
+    collection, _ = collection_get_or_create(slug="itdesk", group_names=["staff"], curator_group_names=["it-curators"])
+    documents_ingest(collection=collection, documents=[ExtractedDocument("IT handbook", HANDBOOK, "it/handbook.md",
+                                                                         "text/markdown")])  # fmt: skip
+    return collection
+
+
+@pytest.fixture
+def reader(db):
+    user = User.objects.create_user("erin")
+    user.groups.add(Group.objects.get_or_create(name="staff")[0])
+    return user
+
+
+@pytest.fixture
+def curator(db, itdesk):
+    user = User.objects.create_user("ivan", is_staff=True)
+    user.groups.add(curators_group_ensure(), Group.objects.get(name="it-curators"))
+    return user
+
+
+def similarity(a: str, b: str) -> float:
+    from corpus.embedder import get_embedder
+
+    x, y = get_embedder().embed([a, b])
+    return float(np.dot(x, y) / (np.linalg.norm(x) * np.linalg.norm(y)))
+
+
+@pytest.fixture
+def lesson(itdesk, curator, settings):
+    # The premise of every test here: NEAR is near TAUGHT and FAR is not, at the threshold used.
+    settings.CAIRN_LESSON_SIMILARITY = 0.6
+    assert similarity(NEAR, TAUGHT) >= 0.6 > similarity(FAR, TAUGHT)
+    chunk = Document.objects.get(collection=itdesk).chunks.get()
+    return lesson_create(actor=curator, question=TAUGHT, chunk=chunk, sentence=BADGE, origin=Lesson.Origin.PICKED)
+
+
+def ask(user, question, **kwargs):
+    return question_answer(user=user, question=question, mode="fast", **kwargs)
+
+
+def taught(state) -> bool:
+    return any("lesson" in note for note in state.notes)
+
+
+def test_a_near_question_gets_the_lesson_stated_and_cited(lesson, reader):
+    state = ask(reader, NEAR)
+    generation = state.generation
+    assert taught(state) and generation.outcome == ANSWERED
+    assert generation.text.startswith(BADGE) and generation.cited == [1]
+    lead = state.candidates[0]
+    assert lead.hit.chunk_id == lesson.chunk_id and lead.bucket == "VERIFIED"
+    assert any("curator confirmed" in note for note in lead.notes)
+
+
+def test_a_far_question_is_answered_as_if_there_were_no_lesson(lesson, reader):
+    with_lesson = ask(reader, FAR)
+    Lesson.objects.all().delete()
+    without = ask(reader, FAR)
+    assert not taught(with_lesson) and with_lesson.generation.text == without.generation.text
+
+
+def test_a_reader_who_cannot_read_the_passage_never_gets_the_lesson(lesson, charlie):
+    state = ask(charlie, NEAR)
+    assert not taught(state)
+    assert all(c.hit is None or c.hit.collection_id != lesson.collection_id for c in state.candidates)
+
+
+def test_a_question_asked_within_another_collection_does_not_get_it(lesson, reader):
+    other, _ = collection_get_or_create(slug="canteen", public=True)
+    documents_ingest(collection=other, documents=[ExtractedDocument("Menu", "Soup is served daily at noon.",
+                                                                    "canteen/menu.md", "text/markdown")])  # fmt: skip
+    assert not taught(ask(reader, NEAR, collections=["canteen"]))
+    assert taught(ask(reader, NEAR, collections=["itdesk"]))
+
+
+def test_a_retracted_document_takes_its_lessons_with_it_and_a_restore_brings_them_back(lesson, reader, curator):
+    from corpus.lineage import document_restore
+
+    document = lesson.document
+    document_retract(document, actor=curator, reason="outdated")
+    assert not taught(ask(reader, NEAR))
+    document_restore(Document.objects.get(id=document.id), actor=curator, reason="still valid")
+    assert taught(ask(reader, NEAR))
+
+
+def test_a_changed_document_keeps_a_lesson_whose_sentence_survives_and_sends_back_one_whose_did_not(
+    lesson, reader, itdesk
+):
+    edited = HANDBOOK.replace("two o'clock", "three o'clock")  # the chunk changes; the badge sentence does not
+    documents_ingest(collection=itdesk, documents=[ExtractedDocument("IT handbook", edited, "it/handbook.md",
+                                                                     "text/markdown")])  # fmt: skip
+    lesson.refresh_from_db()
+    assert lesson.chunk_id is None  # the re-ingest replaced it
+    state = ask(reader, NEAR)
+    lesson.refresh_from_db()
+    assert taught(state) and lesson.chunk_id is not None and lesson.status == Lesson.Status.ACTIVE
+    assert AuditEvent.objects.filter(action="lesson.keep", object_id=str(lesson.id)).exists()
+
+    documents_ingest(collection=itdesk, documents=[ExtractedDocument("IT handbook", edited.replace(BADGE, ""),
+                                                                     "it/handbook.md", "text/markdown")])  # fmt: skip
+    state = ask(reader, NEAR)
+    lesson.refresh_from_db()
+    assert not taught(state) and lesson.status == Lesson.Status.RECHECK
+    assert AuditEvent.objects.filter(action="lesson.recheck", object_id=str(lesson.id)).exists()
+
+
+def test_a_retracted_lesson_reaches_no_answer_and_the_decision_is_audited(lesson, reader, curator):
+    lesson_retract(lesson, actor=curator, reason="the badge procedure moved to the security wiki")
+    assert not taught(ask(reader, NEAR))
+    event = AuditEvent.objects.get(action="lesson.retract", object_id=str(lesson.id))
+    assert event.actor == curator and event.after == {"status": "retracted"}
+
+
+def test_only_a_curator_of_the_collection_teaches_and_only_a_sentence_of_the_passage(itdesk, curator, bob, reader):
+    chunk = Document.objects.get(collection=itdesk).chunks.get()
+    with pytest.raises(CairnError) as refused:
+        lesson_create(actor=reader, question=TAUGHT, chunk=chunk, sentence=BADGE, origin=Lesson.Origin.PICKED)
+    assert refused.value.status_code == 403
+    with pytest.raises(CairnError) as outsider:  # a curator, but not of this collection
+        lesson_create(actor=bob, question=TAUGHT, chunk=chunk, sentence=BADGE, origin=Lesson.Origin.PICKED)
+    assert outsider.value.status_code == 403
+    with pytest.raises(CairnError) as invented:
+        lesson_create(actor=curator, question=TAUGHT, chunk=chunk, sentence="Badges are never lost.",
+                      origin=Lesson.Origin.PICKED)  # fmt: skip
+    assert invented.value.field == "sentence"
+    assert not Lesson.objects.exists()
+    lesson = lesson_create(actor=curator, question=TAUGHT, chunk=chunk, sentence=f"  {BADGE}  ",
+                           origin=Lesson.Origin.PICKED)  # fmt: skip
+    assert lesson.sentence == BADGE and AuditEvent.objects.filter(action="lesson.create", actor=curator).exists()

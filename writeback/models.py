@@ -1,0 +1,127 @@
+"""Learning from misses: a reader's mark of where the answer was, and the curators' decisions on
+what went unanswered: lessons (a question and the sentence of a passage that answers it) and gaps
+(a question the collection does not cover yet).
+
+A mark and a lesson name their answer by its response id (pipeline.Answer.response_id) like
+reputation's feedback does: writeback stands below pipeline and never imports it."""
+
+from django.conf import settings
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+from corpus.models import EMBEDDING_DIM, Chunk, Collection, Document, WriteBack
+
+
+class Mark(models.Model):
+    """The asker's word on one of their answers: this sentence of its evidence answers it, or none
+    of the sources does (`sentence` empty). One per answer: a second replaces the first. A mark
+    changes nobody's answer until a curator confirms it."""
+
+    response_id = models.UUIDField(unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    question = models.TextField()
+    evidence_n = models.PositiveIntegerField(null=True, blank=True, help_text="The [n] of the passage marked.")
+    chunk = models.ForeignKey(Chunk, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    collection = models.ForeignKey(Collection, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    sentence = models.TextField(blank=True, help_text="The sentence marked; empty: none of the sources answers it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return f"{self.response_id}: {self.sentence[:60] or 'none of the sources'}"
+
+    @property
+    def none_answers(self) -> bool:
+        return not self.sentence
+
+
+class Lesson(models.Model):
+    """A confirmed (question, chunk, sentence): near questions of readers who may read the chunk get
+    that passage verified and that sentence stated (pipeline.stages). It follows its chunk: retracted
+    with its document, re-checked when the chunk's text changes (writeback.lessons.lessons_recheck)."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active: reaches answers"
+        RECHECK = "recheck", "to re-check: its sentence is gone from the document"
+        RETRACTED = "retracted", "retracted"
+
+    class Origin(models.TextChoices):
+        MARK = "mark", "a reader's mark, confirmed"
+        PICKED = "picked", "picked by a curator from a search"
+        WRITTEN = "written", "written by a curator (a published write-back)"
+
+    question = models.TextField(help_text="The question it answers, as the group's first asker put it.")
+    embedding = VectorField(dimensions=EMBEDDING_DIM, help_text="Of the question: near questions find it.")
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="lessons")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="lessons")
+    chunk = models.ForeignKey(
+        Chunk, null=True, blank=True, on_delete=models.SET_NULL, related_name="lessons",
+        help_text="Empty when a re-ingest replaced it: the next re-check finds the sentence again or asks a curator.",
+    )  # fmt: skip
+    sentence = models.TextField(help_text="The sentence that answers, as its passage's card shows it.")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
+    origin = models.CharField(max_length=10, choices=Origin.choices)
+    writeback = models.ForeignKey(WriteBack, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    response_ids = models.JSONField(default=list, blank=True, help_text="The answers it settled (their questions).")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            HnswIndex(
+                name="lesson_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            models.Index(fields=["collection", "status"]),
+        ]  # fmt: skip
+
+    def __str__(self) -> str:
+        return f"{self.question[:50]} → {self.sentence[:50]}"
+
+
+class Gap(models.Model):
+    """A question a curator marked "not covered": a page to write. It settles its answers on the
+    list; closing it (the page written) is the curator's."""
+
+    question = models.TextField()
+    embedding = VectorField(dimensions=EMBEDDING_DIM)
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="gaps")
+    note = models.TextField(blank=True, help_text="What the page should say, for whoever writes it.")
+    response_ids = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"gap: {self.question[:60]}"
+
+
+class Adaptation(models.Model):
+    """What a collection's lessons taught Cairn about its own answers: how far its answers' calibrated
+    confidence is off on this collection (a shift of the log-odds, fitted on the answers its lessons
+    settled, pipeline/adaptation.py). It serves only when it predicts held-out lessons better than
+    no shift; otherwise the figures are kept for the curator and the shipped calibration stays."""
+
+    collection = models.OneToOneField(Collection, on_delete=models.CASCADE, related_name="adaptation")
+    confidence_shift = models.FloatField(default=0.0, help_text="Added to the log-odds of an answer quoted from it.")
+    serving = models.BooleanField(default=False, help_text="Passed its held-out check: answers use the shift.")
+    figures = models.JSONField(
+        default=dict, blank=True, help_text="Answers, right, held-out log loss with and without."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.collection}: {self.confidence_shift:+.2f} ({'serving' if self.serving else 'not serving'})"
