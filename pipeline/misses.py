@@ -53,6 +53,9 @@ REASONS = {
     MARKED: "marked",
 }
 EXAMPLES = 5
+# The most recent misses grouped on one page: clustering keeps every pair's distance (this many
+# squared, 4 bytes each: 16 MB), and a year of an intranet's misses would hold the page's memory.
+MOST_MISSES = 2000
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,9 @@ def misses_for(*, user: AbstractBaseUser, collection: Collection | None = None) 
     if not collections:
         return []
     rows = list(
-        misses_within(user=user, collection_ids=list(collections)).values(
+        misses_within(user=user, collection_ids=list(collections))
+        .order_by("-created_at", "-id")[:MOST_MISSES]
+        .values(
             "id",
             "response_id",
             "user_id",

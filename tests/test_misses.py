@@ -16,6 +16,7 @@ from corpus.embedder import get_embedder
 from corpus.extract import ExtractedDocument
 from corpus.models import AuditEvent, Chunk, Document, WriteBack
 from corpus.services import documents_ingest
+from pipeline import misses
 from pipeline.misses import groups_of, medoid, misses_for
 from pipeline.models import Answer
 from pipeline.services import question_answer
@@ -164,6 +165,14 @@ def test_three_people_asking_one_question_in_other_words_form_one_group_and_anot
     assert newborn_group.first_asked == newborn[0].created_at and newborn_group.last_asked == newborn[2].created_at
     assert newborn_group.collection == policies and newborn_group.marks == []
     assert misses_for(user=dana) == groups  # all the collections dana curates: only hr has misses
+
+
+def test_only_the_most_recent_misses_are_grouped(policies, readers, dana, settings, monkeypatch):
+    monkeypatch.setattr(misses, "MOST_MISSES", 2)  # clustering's memory is quadratic in the misses
+    settings.CAIRN_MISS_MIN_ASKERS = 1
+    answers = asked([readers["erin"], readers["frank"], readers["gina"]], NEWBORN, policies)
+    (group,) = misses_for(user=dana, collection=policies)
+    assert set(group.response_ids) == {str(a.response_id) for a in answers[1:]}
 
 
 def test_a_group_of_two_askers_is_shown_to_no_one_the_superuser_included(policies, readers, dana, root):
