@@ -206,6 +206,12 @@ def misses_for(*, user: AbstractBaseUser, collection: Collection | None = None) 
     return sorted(shown, key=lambda g: (-g.size, -g.askers, -g.last_asked.timestamp(), g.collection.slug))
 
 
+def group_phrasings(group: MissGroup) -> list[tuple[str, list[float]]]:
+    """How the group's askers put it: (question, embedding) of each of its answers that has one."""
+    answers = Answer.objects.filter(response_id__in=group.response_ids, embedding__isnull=False)
+    return [(question, list(map(float, vector))) for question, vector in answers.values_list("question", "embedding")]
+
+
 def miss_group_get(*, user: AbstractBaseUser, collection: Collection, response_id) -> MissGroup | None:
     """The group shown to `user` in `collection` that holds the answer `response_id`, or None."""
     wanted = str(response_id)

@@ -24,7 +24,14 @@ from corpus.admin import CuratedAdmin
 from corpus.models import Chunk, Collection
 from corpus.selectors import chunks_in_scope, collections_curated_by, user_is_curator
 from pipeline.adaptation import confidence_adapt, confidence_adapt_enqueue
-from pipeline.misses import MissGroup, lessons_with_later_askers, miss_group_get, misses_for, passages_for
+from pipeline.misses import (
+    MissGroup,
+    group_phrasings,
+    lessons_with_later_askers,
+    miss_group_get,
+    misses_for,
+    passages_for,
+)
 from pipeline.selectors import answers_curated_by
 from writeback.lessons import (
     gap_close,
@@ -83,7 +90,7 @@ def confirm(request, group: MissGroup, data: dict) -> Lesson:
     mark = next((m for m in group.marks if m.id == data["mark"]), None)
     if mark is None:
         raise CairnError("mark", "no such mark in this group")
-    return lesson_from_mark(mark, actor=request.user, response_ids=group.response_ids)
+    return lesson_from_mark(mark, actor=request.user, response_ids=group.response_ids, phrasings=group_phrasings(group))
 
 
 def pick(request, group: MissGroup, data: dict) -> Lesson:
@@ -95,14 +102,14 @@ def pick(request, group: MissGroup, data: dict) -> Lesson:
         raise CairnError("chunk", f"no such passage in {group.collection.slug!r}")
     return lesson_create(
         actor=request.user, question=group.question, chunk=chunk, sentence=data["sentence"],
-        origin=Lesson.Origin.PICKED, response_ids=group.response_ids,
+        origin=Lesson.Origin.PICKED, response_ids=group.response_ids, phrasings=group_phrasings(group),
     )  # fmt: skip
 
 
 def write(request, group: MissGroup, data: dict) -> Lesson:
     return lesson_written(
         actor=request.user, collection=group.collection, question=group.question, answer=data["answer"],
-        response_ids=group.response_ids,
+        response_ids=group.response_ids, phrasings=group_phrasings(group),
     )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from config.exceptions import CairnError
+from corpus.embedder import get_embedder
 from corpus.extract import ExtractedDocument
 from corpus.lineage import document_retract
 from corpus.models import AuditEvent, Document
@@ -52,8 +53,6 @@ def curator(db, itdesk):
 
 
 def similarity(a: str, b: str) -> float:
-    from corpus.embedder import get_embedder
-
     x, y = get_embedder().embed([a, b])
     return float(np.dot(x, y) / (np.linalg.norm(x) * np.linalg.norm(y)))
 
@@ -90,6 +89,24 @@ def test_a_far_question_is_answered_as_if_there_were_no_lesson(lesson, reader):
     Lesson.objects.all().delete()
     without = ask(reader, FAR)
     assert not taught(with_lesson) and with_lesson.generation.text == without.generation.text
+
+
+def test_a_lesson_is_reached_through_every_phrasing_its_askers_used(itdesk, curator, reader, settings):
+    settings.CAIRN_LESSON_SIMILARITY = 0.6
+    asked_as = "Who should be told about a missing access card?"
+    question = "My access card is missing, who do I tell?"
+    assert similarity(question, TAUGHT) < 0.6 <= similarity(question, asked_as)
+    chunk = Document.objects.get(collection=itdesk).chunks.get()
+    lesson = lesson_create(actor=curator, question=TAUGHT, chunk=chunk, sentence=BADGE, origin=Lesson.Origin.PICKED)
+    assert not taught(ask(reader, question))
+    again = lesson_create(actor=curator, question=TAUGHT, chunk=chunk, sentence=BADGE, origin=Lesson.Origin.PICKED,
+                          phrasings=[(asked_as, get_embedder().embed([asked_as])[0]), (TAUGHT, [0.0] * 383 + [1.0])])  # fmt: skip
+    state = ask(reader, question)
+    assert taught(state) and state.generation.text.startswith(BADGE)
+    # Its own question once (the repeat of it among the phrasings dropped), and the askers' words.
+    assert lesson.phrasings.count() == 1 and sorted(again.phrasings.values_list("question", flat=True)) == sorted(
+        [TAUGHT, asked_as]
+    )
 
 
 def test_a_reader_who_cannot_read_the_passage_never_gets_the_lesson(lesson, charlie):

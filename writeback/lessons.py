@@ -22,7 +22,9 @@ from corpus.models import Chunk, Collection, WriteBack
 from corpus.selectors import collections_curated_by
 from corpus.strips import section_of, strips_in_context
 from corpus.writebacks import writeback_publish
-from writeback.models import Gap, Lesson, Mark
+from writeback.models import Gap, Lesson, LessonQuestion, Mark
+
+Phrasings = Sequence[tuple[str, Sequence[float]]]
 
 
 def same_sentence(a: str, b: str) -> bool:
@@ -67,10 +69,11 @@ def _curated(actor: AbstractBaseUser, collection: Collection) -> None:
 
 def lesson_create(
     *, actor: AbstractBaseUser, question: str, chunk: Chunk, sentence: str, origin: str,
-    response_ids: Sequence = (), writeback: WriteBack | None = None, embedding=None,
+    response_ids: Sequence = (), writeback: WriteBack | None = None, embedding=None, phrasings: Phrasings = (),
 ) -> Lesson:  # fmt: skip
     """A curator's decision that `sentence` of `chunk` answers `question` (and the answers
-    `response_ids` asked it): a lesson, audited. The sentence must be one of the chunk's."""
+    `response_ids` asked it, in the words of `phrasings`: (question, embedding) pairs): a lesson,
+    audited. The sentence must be one of the chunk's."""
     collection = chunk.document.collection
     _curated(actor, collection)
     held = sentence_in(chunk, sentence)
@@ -86,25 +89,35 @@ def lesson_create(
             document=chunk.document, chunk=chunk, sentence=held, origin=origin, writeback=writeback,
             response_ids=[str(r) for r in response_ids], created_by=actor,
         )  # fmt: skip
+        worded = {}  # one row per wording, the lesson's own first
+        for text, vector in [(lesson.question, embedding), *phrasings]:
+            worded.setdefault(" ".join(text.split()).lower(), (text.strip(), vector))
+        LessonQuestion.objects.bulk_create(
+            LessonQuestion(lesson=lesson, question=text, embedding=list(map(float, vector)))
+            for text, vector in worded.values()
+        )
         audit("lesson.create", lesson, actor=actor, summary=f"{lesson.get_origin_display()}: {lesson.question[:200]}",
               after={"chunk": chunk.id, "sentence": held, "answers": len(lesson.response_ids)})  # fmt: skip
     return lesson
 
 
-def lesson_from_mark(mark: Mark, *, actor: AbstractBaseUser, response_ids: Sequence = ()) -> Lesson:
+def lesson_from_mark(
+    mark: Mark, *, actor: AbstractBaseUser, response_ids: Sequence = (), phrasings: Phrasings = ()
+) -> Lesson:
     """Confirm a reader's mark: its sentence answers its question."""
     if mark.none_answers or mark.chunk is None:
         raise CairnError("mark", "this mark names no sentence (or its passage has changed since): pick one instead")
     ids = list(dict.fromkeys([str(mark.response_id), *map(str, response_ids)]))
     return lesson_create(
         actor=actor, question=mark.question, chunk=mark.chunk, sentence=mark.sentence, origin=Lesson.Origin.MARK,
-        response_ids=ids,
+        response_ids=ids, phrasings=phrasings,
     )  # fmt: skip
 
 
 def lesson_written(
-    *, actor: AbstractBaseUser, collection: Collection, question: str, answer: str, response_ids: Sequence = ()
-) -> Lesson:
+    *, actor: AbstractBaseUser, collection: Collection, question: str, answer: str, response_ids: Sequence = (),
+    phrasings: Phrasings = (),
+) -> Lesson:  # fmt: skip
     """A curator writes the answer: published at once as a write-back document of `collection`
     (audited as any publication), and its first sentence becomes the lesson for `question`."""
     _curated(actor, collection)
@@ -127,7 +140,7 @@ def lesson_written(
             raise CairnError("answer", "write the answer as at least one sentence of prose")
         return lesson_create(
             actor=actor, question=question, chunk=chunk, sentence=sentences[0], origin=Lesson.Origin.WRITTEN,
-            response_ids=response_ids, writeback=writeback, embedding=embedding,
+            response_ids=response_ids, writeback=writeback, embedding=embedding, phrasings=phrasings,
         )  # fmt: skip
 
 

@@ -87,6 +87,26 @@ class Lesson(models.Model):
         return f"{self.question[:50]} → {self.sentence[:50]}"
 
 
+class LessonQuestion(models.Model):
+    """One way a lesson's question was asked: its own, and those of the answers it settled (a group of
+    misses is several people's words for one need). A question near any of them reaches the lesson."""
+
+    lesson = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="phrasings")
+    question = models.TextField()
+    embedding = VectorField(dimensions=EMBEDDING_DIM)
+
+    class Meta:
+        indexes = [
+            HnswIndex(
+                name="lesson_question_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            )
+        ]  # fmt: skip
+
+    def __str__(self) -> str:
+        return self.question[:80]
+
+
 class Gap(models.Model):
     """A question a curator marked "not covered": a page to write. It settles its answers on the
     list; closing it (the page written) is the curator's."""

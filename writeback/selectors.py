@@ -10,7 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from pgvector.django import CosineDistance
 
 from corpus.selectors import chunks_in_scope, collections_readable_by
-from writeback.models import Adaptation, Lesson
+from writeback.models import Adaptation, Lesson, LessonQuestion
 
 
 @dataclass(frozen=True)
@@ -25,24 +25,35 @@ class LessonMatch:
 def lessons_near(
     *, user: AbstractBaseUser, query_vector, collection_ids: Sequence[int] | None = None, limit: int = 1
 ) -> list[LessonMatch]:
-    """Active lessons of questions at least CAIRN_LESSON_SIMILARITY (cosine) from this one, nearest
-    first, whose passage `user` may read now within `collection_ids` (so none of a retracted
-    document, a collection they cannot read, or one the question was not asked in). A lesson whose
-    chunk was replaced comes back with chunk_id None, for the caller to re-check. Two queries when a
-    lesson is near, one otherwise."""
+    """Active lessons asked at least CAIRN_LESSON_SIMILARITY (cosine) from this question, in any of
+    their phrasings (LessonQuestion), nearest first, whose passage `user` may read now within
+    `collection_ids` (so none of a retracted document, a collection they cannot read, or one the
+    question was not asked in). A lesson whose chunk was replaced comes back with chunk_id None, for
+    the caller to re-check. Two queries when a lesson is near, one otherwise."""
     threshold = settings.CAIRN_LESSON_SIMILARITY
     if query_vector is None or threshold > 1.0:
         return []
     scope = collections_readable_by(user=user)
     if collection_ids is not None:
         scope = scope.filter(id__in=list(collection_ids))
-    near = list(
-        Lesson.objects.filter(status=Lesson.Status.ACTIVE, collection__in=scope.values("id"))
+    phrased = (
+        LessonQuestion.objects.filter(
+            lesson__status=Lesson.Status.ACTIVE, lesson__collection__in=scope.values("id")
+        )
         .annotate(distance=CosineDistance("embedding", list(map(float, query_vector))))
         .filter(distance__lte=1.0 - threshold)
-        .order_by("distance", "-id")
-        .values("id", "chunk_id", "sentence", "question", "distance")[: limit * 4]
-    )
+        .order_by("distance", "-lesson_id")
+        .values("lesson_id", "lesson__chunk_id", "lesson__sentence", "lesson__question", "distance")[: limit * 8]
+    )  # fmt: skip
+    near = list(
+        {
+            row["lesson_id"]: {"id": row["lesson_id"], "chunk_id": row["lesson__chunk_id"],
+                               "sentence": row["lesson__sentence"], "question": row["lesson__question"],
+                               "distance": row["distance"]}
+            for row in reversed(list(phrased))  # the nearest phrasing of each lesson is written last
+        }.values()
+    )  # fmt: skip
+    near.sort(key=lambda n: (n["distance"], -n["id"]))
     if not near:
         return []
     readable = set(
