@@ -77,13 +77,14 @@ def same_question_candidates(question_embedding, *, collection_id: int, lock: bo
     return candidates.select_for_update(of=("self",)) if lock else candidates
 
 
+def plain_words(text: str) -> str:
+    """`text` without its citation markers, its spacing or its case: what two answers are compared by."""
+    return " ".join(without_citations(text).split()).lower()
+
+
 def same_answer(a: str, b: str) -> bool:
     """The same answer, whatever its citation numbers (they follow the evidence's order) and spacing."""
-
-    def plain(text: str) -> str:
-        return " ".join(without_citations(text).split()).lower()
-
-    return plain(a) == plain(b)
+    return plain_words(a) == plain_words(b)
 
 
 def generated_share(collection: Collection, *, adding: int = 0) -> float:

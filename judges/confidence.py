@@ -37,7 +37,7 @@ class Calibrator:
             w * (features.get(name, 0.0) - m) / s
             for name, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True)
         )
-        return 1 / (1 + math.exp(-max(min(z, 50.0), -50.0)))
+        return sigmoid(z)
 
     @classmethod
     def from_file(cls, path: Path) -> Calibrator:
@@ -67,13 +67,17 @@ def answer_confidence(features: dict[str, float], *, shift: float = 0.0) -> floa
     return round(shifted(calibrator.probability(features), shift), 4)
 
 
+def sigmoid(z: float) -> float:
+    return 1 / (1 + math.exp(-max(min(z, 50.0), -50.0)))
+
+
 def logit(p: float) -> float:
     p = min(max(p, 1e-6), 1 - 1e-6)
     return math.log(p / (1 - p))
 
 
 def shifted(p: float, shift: float) -> float:
-    return p if not shift else 1 / (1 + math.exp(-max(min(logit(p) + shift, 50.0), -50.0)))
+    return p if not shift else sigmoid(logit(p) + shift)
 
 
 def log_loss(probabilities, labels, shift: float = 0.0) -> float:
@@ -94,7 +98,7 @@ def fit_shift(probabilities, labels, *, prior: float = 1.0) -> float:
     z = [logit(p) for p in probabilities]
     b = 0.0
     for _ in range(50):
-        q = [1 / (1 + math.exp(-max(min(zi + b, 50.0), -50.0))) for zi in z]
+        q = [sigmoid(zi + b) for zi in z]
         gradient = sum(y - qi for y, qi in zip(labels, q, strict=True)) - prior * b
         curvature = sum(qi * (1 - qi) for qi in q) + prior
         step = gradient / curvature

@@ -21,18 +21,14 @@ from django.db import transaction
 from django_q.tasks import async_task
 
 from corpus.audit import audit
-from corpus.citations import without_citations
 from corpus.models import Collection
+from corpus.writebacks import plain_words
 from judges.confidence import fit_shift, log_loss
 from pipeline.models import Answer
 from writeback.models import Adaptation, Lesson
 
 ADAPT = "pipeline.adaptation.confidence_adapt_task"
 FOLDS = 5
-
-
-def _words(text: str) -> str:
-    return " ".join(without_citations(text).split()).lower()
 
 
 def lesson_labels(collection: Collection) -> list[tuple[float, bool]]:
@@ -44,11 +40,11 @@ def lesson_labels(collection: Collection) -> list[tuple[float, bool]]:
     sentence_of = {}
     for sentence, response_ids in lessons:
         for response_id in response_ids:
-            sentence_of.setdefault(str(response_id), _words(sentence))
+            sentence_of.setdefault(str(response_id), plain_words(sentence))
     answers = Answer.objects.filter(
         response_id__in=list(sentence_of), confidence__isnull=False
     ).exclude(claim="").values_list("response_id", "confidence", "claim")  # fmt: skip
-    return [(confidence, sentence_of[str(rid)] in _words(claim)) for rid, confidence, claim in answers]
+    return [(confidence, sentence_of[str(rid)] in plain_words(claim)) for rid, confidence, claim in answers]
 
 
 def held_out_losses(labels: list[tuple[float, bool]]) -> tuple[float, float]:

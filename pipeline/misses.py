@@ -36,7 +36,7 @@ from pipeline.models import Answer
 from pipeline.selectors import answers_curated_by
 from reputation.models import Feedback
 from writeback.lessons import chunk_sentences
-from writeback.models import Gap, Lesson, Mark
+from writeback.models import Gap, Lesson, LessonQuestion, Mark
 
 NOT_FOUND, WHERE_TO_LOOK, THUMBS_DOWN, REASKED, MARKED = (
     "not_found",
@@ -279,14 +279,17 @@ class _Count(Subquery):
 
 def lessons_with_later_askers(lessons: QuerySet[Lesson]) -> QuerySet[Lesson]:
     """`lessons` with `later_askers`: the answers made after each lesson to a question within
-    CAIRN_LESSON_SIMILARITY of its question, drawn on its collection (the questions it should now
-    answer), and `later_answered`: how many of those were answered."""
-    later = (
-        Answer.objects.filter(created_at__gt=OuterRef("created_at"), collections=OuterRef("collection_id"))
+    CAIRN_LESSON_SIMILARITY of any of its wordings (as writeback.selectors.lessons_near reaches it),
+    drawn on its collection (the questions it should now answer), and `later_answered`: how many of
+    those were answered."""
+    near_a_wording = (
+        LessonQuestion.objects.filter(lesson_id=OuterRef(OuterRef("pk")))
         .annotate(distance=CosineDistance("embedding", OuterRef("embedding")))
         .filter(distance__lte=1.0 - settings.CAIRN_LESSON_SIMILARITY)
-        .order_by()
     )
+    later = Answer.objects.filter(
+        Exists(near_a_wording), created_at__gt=OuterRef("created_at"), collections=OuterRef("collection_id")
+    ).order_by()
     return lessons.annotate(
         later_askers=_Count(later.values("id")),
         later_answered=_Count(later.filter(outcome=Answer.Outcome.ANSWERED).values("id")),
