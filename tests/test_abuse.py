@@ -8,6 +8,7 @@ points; benchmarks/abuse.py times them."""
 import gc
 import signal
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import pytest
@@ -87,6 +88,24 @@ def deadline(seconds: float, *, cpu: bool = True):
         pytest.fail(slow, pytrace=False)
 
 
+TRIES = 3
+
+
+def within(seconds: float, call: Callable[[], object]) -> None:
+    """`call` done within `seconds` of CPU time at least once in TRIES: timeit's rule, the fastest run
+    is the call's own cost and the slower ones carry what else a busy machine was doing (a cache
+    shared with the suite's other process). A quadratic pattern runs past its bound every time."""
+    for _ in range(TRIES - 1):
+        try:
+            with deadline(seconds):
+                call()
+            return
+        except pytest.fail.Exception:
+            continue
+    with deadline(seconds):
+        call()
+
+
 @pytest.fixture(scope="module")
 def warm():
     """Each entry point run once on ordinary text: the tokenizer loads outside any bound."""
@@ -97,8 +116,8 @@ def warm():
 @pytest.mark.parametrize(("entry", "case"), TABLE)
 def test_every_entry_point_reads_crafted_text_in_linear_time(warm, entry, case):
     arrived = ENTRY_POINTS[entry].arrives(CASES[case])
-    with deadline(max(FLOOR, ENTRY_POINTS[entry].cost * PER_10KB * len(arrived) / 10_000)):
-        ENTRY_POINTS[entry].read(arrived)
+    bound = max(FLOOR, ENTRY_POINTS[entry].cost * PER_10KB * len(arrived) / 10_000)
+    within(bound, lambda: ENTRY_POINTS[entry].read(arrived))
 
 
 # The files a reader does not read within the bound yet (measured 2026-11-29), each expected to fail
@@ -134,8 +153,7 @@ FILE_TABLE = [
 @pytest.mark.parametrize(("suffix", "shape"), FILE_TABLE)
 def test_every_format_reads_crafted_files_in_linear_time(warm, suffix, shape):
     data = FILES[suffix][shape]
-    with deadline(max(FLOOR, PER_10KB * len(data) / 10_000)):
-        upload(f"abuse{suffix}", data)
+    within(max(FLOOR, PER_10KB * len(data) / 10_000), lambda: upload(f"abuse{suffix}", data))
 
 
 @pytest.fixture(scope="module")
