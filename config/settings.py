@@ -200,11 +200,14 @@ CAIRN_EMBEDDING_MODEL = env_str("CAIRN_EMBEDDING_MODEL", "")
 
 CAIRN_EMBEDDING_BATCH_SIZE = env_int("CAIRN_EMBEDDING_BATCH_SIZE", 32, minimum=1)
 CAIRN_WARM_MODELS = env_bool("CAIRN_WARM_MODELS", True)  # web processes load the embedder at start
-CAIRN_TORCH_THREADS = env_int("CAIRN_TORCH_THREADS", 0, minimum=0)  # 0: torch's default
+CAIRN_TORCH_THREADS = env_int("CAIRN_TORCH_THREADS", 0, minimum=0)  # 0: the runtime's default (all cores)
 # Where the embedder, the verifiers and training run (corpus/devices.py): auto takes a CUDA GPU when
 # torch sees one. On a GPU the embedder and the verifiers compute in float16, with 8x the batch
 # sizes set here for the CPU.
 CAIRN_DEVICE = env_choice("CAIRN_DEVICE", "auto", ("auto", "cpu", "cuda"))
+# What runs the models on the CPU (corpus/devices.py): auto takes OpenVINO (corpus/encoders.py) where
+# it is installed and no GPU is used, else PyTorch; a serving install has no PyTorch at all.
+CAIRN_MODEL_RUNTIME = env_choice("CAIRN_MODEL_RUNTIME", "auto", ("auto", "openvino", "torch"))
 # Verifier models (cross-encoders in local directories; see judges/verifiers.py).
 CAIRN_NLI_MODEL = Path(env_str("CAIRN_NLI_MODEL", str(BASE_DIR / "models" / "nli")))
 CAIRN_NLI_LABELS = env_list("CAIRN_NLI_LABELS", ["entailment", "neutral", "contradiction"])  # for unnamed labels

@@ -6,6 +6,7 @@ vectors: ingestion and retrieval both need it, and `corpus` imports neither of t
 
 from __future__ import annotations
 
+import json
 import threading
 import warnings
 from pathlib import Path
@@ -15,7 +16,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from corpus.devices import device_batch, torch_device
+from corpus.devices import device_batch, model_runtime, torch_device
 
 
 class Embedder(Protocol):
@@ -135,8 +136,65 @@ class SentenceTransformerEmbedder:
         return [piece for piece in pieces if piece]
 
 
+class OpenVinoEmbedder:
+    """A sentence-transformers model of BERT + mean pooling on OpenVINO (corpus/encoders.py), in
+    float32: the vectors are those PyTorch computes (within 1e-6), so chunks embedded by either
+    are searched alike. Batches as sentence-transformers' encode() does: longest texts first."""
+
+    def __init__(self, model: str, *, batch_size: int = 32, threads: int = 0) -> None:
+        from corpus.encoders import OpenVinoBert
+
+        directory = Path(model)
+        config = json.loads((directory / "sentence_bert_config.json").read_text())
+        self._model = OpenVinoBert(directory, "mean", max_length=config["max_seq_length"], threads=threads)
+        self.name, self.device, self.batch_size = model, "cpu", batch_size
+        self.tokenizer = self._model.tokenizer
+        self.dimension = self._model.config["hidden_size"]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            vectors[batch] = self._model.run([texts[i] for i in batch])
+        return vectors
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(encoding.ids) for encoding in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+    def split_tokens(self, text: str, max_tokens: int) -> list[str]:
+        offsets = self.tokenizer.encode(text, add_special_tokens=False).offsets
+        pieces = []
+        for start in range(0, len(offsets), max_tokens):
+            window = offsets[start : start + max_tokens]
+            pieces.append(text[window[0][0] : window[-1][1]].strip())
+        return [piece for piece in pieces if piece]
+
+
+def runs_on_openvino(model: str) -> bool:
+    """Whether `model` is what corpus/encoders.py computes: a BERT, then a mean over its tokens."""
+    from corpus.encoders import is_bert
+
+    directory = Path(model)
+    try:
+        listed = json.loads((directory / "modules.json").read_text())
+        modules = [m["type"].rsplit(".", 1)[-1] for m in listed]
+        pooling = json.loads((directory / listed[1]["path"] / "config.json").read_text())
+    except (OSError, ValueError, KeyError, IndexError):
+        return False
+    mean_only = pooling.get("pooling_mode_mean_tokens") and not any(
+        pooling.get(f"pooling_mode_{mode}") for mode in ("cls_token", "max_tokens", "mean_sqrt_len_tokens")
+    )
+    return (
+        is_bert(directory)
+        and bool(mean_only)
+        and modules[:2] == ["Transformer", "Pooling"]
+        and modules[2:] in ([], ["Normalize"])
+    )
+
+
 _lock = threading.Lock()
-_instance: SentenceTransformerEmbedder | None = None
+_instance: SentenceTransformerEmbedder | OpenVinoEmbedder | None = None
 
 
 def cosine_similarities(vectors, vector) -> np.ndarray:
@@ -147,14 +205,16 @@ def cosine_similarities(vectors, vector) -> np.ndarray:
     return vectors @ vector / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(vector))
 
 
-def get_embedder() -> SentenceTransformerEmbedder:
-    """Return this process's embedder, loading it on first call."""
+def get_embedder() -> Embedder:
+    """Return this process's embedder, loading it on first call: on OpenVINO where the runtime
+    is installed and the model is a mean-pooled BERT, else on PyTorch."""
     global _instance
     if _instance is None:
         with _lock:
             if _instance is None:
                 model = settings.CAIRN_EMBEDDING_MODEL or str(bundled_model_path())
-                _instance = SentenceTransformerEmbedder(
+                openvino = model_runtime() == "openvino" and runs_on_openvino(model)
+                _instance = (OpenVinoEmbedder if openvino else SentenceTransformerEmbedder)(
                     model, batch_size=settings.CAIRN_EMBEDDING_BATCH_SIZE, threads=settings.CAIRN_TORCH_THREADS
                 )
     return _instance
@@ -168,7 +228,8 @@ def embedder_warm_in_background() -> None:
     """Load the embedder in a daemon thread, so a web process's first question does not wait for it."""
 
     def warm() -> None:
-        # TorchScript optimises a traced graph over its first calls: make them here, not on a question.
+        # TorchScript optimises a traced graph over its first calls, and OpenVINO compiles a kernel
+        # for each new input shape: make them here, not on a question.
         for _ in range(3):
             get_embedder().embed(["warm up the query path"])
 

@@ -2,9 +2,10 @@
 passage help answer this question?) and the answer judge (does this sentence state an answer to
 it?), each behind a small interface, loaded once per process.
 
-The backend is a sentence-transformers CrossEncoder loaded from a local directory named by a
-setting (CAIRN_NLI_MODEL, CAIRN_RELEVANCE_MODEL), so a larger model such as
-cross-encoder/nli-deberta-v3-base is a settings change. NLI models disagree on label order
+Each is a cross-encoder in a local directory named by a setting (CAIRN_NLI_MODEL,
+CAIRN_RELEVANCE_MODEL, CAIRN_ANSWER_MODEL), run on OpenVINO where it is installed (a BERT:
+corpus/encoders.py) and else by sentence-transformers on PyTorch, so a larger model such as
+cross-encoder/nli-deberta-v3-base is a settings change (it runs on PyTorch). NLI models disagree on label order
 (DeBERTa's is contradiction, entailment, neutral); it is read from the model's config and every
 EntailmentModel answers in Cairn's order: entailment, neutral, contradiction.
 """
@@ -20,7 +21,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from corpus.devices import device_batch, torch_device
+from corpus.devices import device_batch, model_runtime, torch_device
 from judges.nli_data import LABELS
 
 
@@ -49,26 +50,78 @@ def inference_dtype(choice: str, device: str = "cpu"):
     return getattr(torch, choice)
 
 
+class TorchCrossEncoder:
+    """A sentence-transformers CrossEncoder on PyTorch (CAIRN_MODEL_RUNTIME=torch, or a GPU)."""
+
+    def __init__(self, path: str, *, setting: str, max_length: int, dtype: str = "auto") -> None:
+        import torch  # heavy: imported here so that migrate, check and the admin never load it
+        from sentence_transformers import CrossEncoder
+
+        device = torch_device()
+        if settings.CAIRN_TORCH_THREADS:
+            torch.set_num_threads(settings.CAIRN_TORCH_THREADS)
+        try:
+            # Load in float32, then convert: asking from_pretrained for another dtype (or letting it use
+            # the float16 the weights are stored in) switches torch's process-wide default dtype while
+            # it builds the model, and a request thread embedding at that moment gets mismatched tensors.
+            model = CrossEncoder(
+                path, device=device, local_files_only=True, max_length=max_length, model_kwargs={"dtype": torch.float32}
+            )
+        except (OSError, ValueError) as exc:
+            raise ImproperlyConfigured(f"Cannot load the model in {setting} ({path!r}): {exc}") from exc
+        self.model = model.to(inference_dtype(dtype, device))
+        self.device, self.dtype = device, str(inference_dtype(dtype, device)).removeprefix("torch.")
+        self.max_length = model.max_seq_length or 512
+        self.num_labels, self.id2label = model.num_labels, model.config.id2label
+
+    def logits(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        import torch
+
+        logits = self.model.predict(
+            pairs, batch_size=len(pairs), activation_fn=torch.nn.Identity(), convert_to_tensor=True,
+            show_progress_bar=False,
+        )  # fmt: skip
+        return logits.float().cpu().numpy()
+
+    def tokens(self, pair: tuple[str, str]) -> int:
+        return len(self.model.tokenizer(*pair, truncation=True, max_length=self.max_length)["input_ids"])
+
+
+class OpenVinoCrossEncoder:
+    """The same cross-encoder on OpenVINO (corpus/encoders.py): its logits are PyTorch's within 1e-5
+    in float32; in bfloat16 (CPUs with AMX) each rounds its own way, as two libraries do."""
+
+    def __init__(self, path: str, *, setting: str, max_length: int, dtype: str = "auto") -> None:
+        from corpus.encoders import OpenVinoBert
+
+        try:
+            self.model = OpenVinoBert(
+                Path(path), "classifier", max_length=max_length, threads=settings.CAIRN_TORCH_THREADS, dtype=dtype
+            )
+        except (OSError, ValueError, KeyError) as exc:
+            raise ImproperlyConfigured(f"Cannot load the model in {setting} ({path!r}): {exc}") from exc
+        self.device, self.max_length = "cpu", self.model.max_length
+        self.dtype = {"bf16": "bfloat16", "f32": "float32"}[self.model.precision]
+        self.id2label = {int(i): label for i, label in self.model.config.get("id2label", {"0": "LABEL_0"}).items()}
+        self.num_labels = len(self.id2label)
+
+    def logits(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        logits = self.model.run(pairs)
+        return logits[:, 0] if logits.shape[1] == 1 else logits  # one logit a pair, as CrossEncoder gives it
+
+    def tokens(self, pair: tuple[str, str]) -> int:
+        return int(self.model.features([pair])["attention_mask"].sum())
+
+
 def _load_cross_encoder(path: str, *, setting: str, max_length: int, dtype: str = "auto"):
-    import torch  # heavy: imported here so that migrate, check and the admin never load it
-    from sentence_transformers import CrossEncoder
-
-    device = torch_device()
-
-    if settings.CAIRN_TORCH_THREADS:
-        torch.set_num_threads(settings.CAIRN_TORCH_THREADS)
+    """The cross-encoder in `path` on this process's runtime (corpus.devices.model_runtime)."""
     if not Path(path).is_dir():
         raise ImproperlyConfigured(f"{setting} points at {path!r}, which is not a model directory on this machine.")
-    try:
-        # Load in float32, then convert: asking from_pretrained for another dtype (or letting it use
-        # the float16 the weights are stored in) switches torch's process-wide default dtype while
-        # it builds the model, and a request thread embedding at that moment gets mismatched tensors.
-        model = CrossEncoder(
-            path, device=device, local_files_only=True, max_length=max_length, model_kwargs={"dtype": torch.float32}
-        )
-    except (OSError, ValueError) as exc:
-        raise ImproperlyConfigured(f"Cannot load the model in {setting} ({path!r}): {exc}") from exc
-    return model.to(inference_dtype(dtype, device))
+    from corpus.encoders import is_bert
+
+    openvino = model_runtime() == "openvino" and (is_bert(Path(path)) or settings.CAIRN_MODEL_RUNTIME == "openvino")
+    backend = OpenVinoCrossEncoder if openvino else TorchCrossEncoder
+    return backend(path, setting=setting, max_length=max_length, dtype=dtype)
 
 
 # Measured on the Python docs tune questions (relevance of 8 chunks and ~45 strips each, 2 cores):
@@ -87,13 +140,11 @@ def _logits(model, pairs: list[tuple[str, str]], batch_size: int, batch_tokens: 
     pay for 2.6 times the tokens they hold. Short pairs still run faster in larger batches
     (measured: 59-token pairs 182 pairs/s in batches of 32, 247 in 64; 189-token pairs 85 in 32,
     52 in 64). Logits come back in order."""
-    import torch
-
     order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
     groups: list[list[int]] = [[]]
     shortest = 0
     for i in order:
-        tokens = min(model.max_seq_length or 512, (len(pairs[i][0]) + len(pairs[i][1])) // 4 + 3)  # ~4 chars a token
+        tokens = min(model.max_length, (len(pairs[i][0]) + len(pairs[i][1])) // 4 + 3)  # ~4 chars a token
         if groups[-1] and (
             len(groups[-1]) == batch_size
             or (len(groups[-1]) + 1) * tokens > batch_tokens
@@ -105,14 +156,11 @@ def _logits(model, pairs: list[tuple[str, str]], batch_size: int, batch_tokens: 
         groups[-1].append(i)
     restored = None
     for group in groups:
-        logits = model.predict(
-            [pairs[i] for i in group], batch_size=len(group), activation_fn=torch.nn.Identity(),
-            convert_to_tensor=True, show_progress_bar=False,
-        )  # fmt: skip
+        logits = model.logits([pairs[i] for i in group])
         if restored is None:
-            restored = torch.empty((len(pairs), *logits.shape[1:]), dtype=logits.dtype, device=logits.device)
+            restored = np.empty((len(pairs), *logits.shape[1:]), dtype=np.float32)
         restored[group] = logits
-    return restored.float().cpu().numpy()
+    return restored
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
@@ -140,8 +188,8 @@ class CrossEncoderEntailment:
         self._model = _load_cross_encoder(path, setting="CAIRN_NLI_MODEL", max_length=max_length, dtype=dtype)
         if self._model.num_labels != 3:
             raise ImproperlyConfigured(f"CAIRN_NLI_MODEL ({path!r}) has {self._model.num_labels} labels; NLI needs 3.")
-        self._order = label_order(self._model.config.id2label, tuple(settings.CAIRN_NLI_LABELS))
-        device = self._model.device.type
+        self._order = label_order(self._model.id2label, tuple(settings.CAIRN_NLI_LABELS))
+        device = self._model.device
         self.batch_size, self.batch_tokens = device_batch(batch_size, device), device_batch(batch_tokens, device)
 
     def predict(self, pairs: list[tuple[str, str]]) -> np.ndarray:
@@ -161,7 +209,7 @@ class CrossEncoderRelevance:
             raise ImproperlyConfigured(
                 f"{self.SETTING} ({path!r}) has {self._model.num_labels} labels; a scoring model needs 1 or 2."
             )
-        device = self._model.device.type
+        device = self._model.device
         self.batch_size, self.batch_tokens = device_batch(batch_size, device), device_batch(batch_tokens, device)
         # Recent scores by (query, text): one question's path asks for a strip more than once (the
         # gate judges the best strips for agreement, the extractive answer judges them again).
@@ -171,19 +219,24 @@ class CrossEncoderRelevance:
     RECENT = 4096
 
     def score(self, query: str, passages: list[str]) -> np.ndarray:
+        return self._scores([query], passages)[query]
+
+    def _scores(self, queries: list[str], passages: list[str]) -> dict[str, np.ndarray]:
+        """Each query's scores of `passages`, the pairs not scored recently in one batched call."""
+        pairs = [(q, p) for q in queries for p in passages]
         with self._recent_lock:
-            known = {p: self._recent[(query, p)] for p in passages if (query, p) in self._recent}
-        todo = list(dict.fromkeys(p for p in passages if p not in known))
+            known = {pair: self._recent[pair] for pair in pairs if pair in self._recent}
+        todo = list(dict.fromkeys(pair for pair in pairs if pair not in known))
         if todo:
-            logits = _logits(self._model, [(query, passage) for passage in todo], self.batch_size, self.batch_tokens)
+            logits = _logits(self._model, todo, self.batch_size, self.batch_tokens)
             # one logit: sigmoid; two: P(relevant)
             scores = 1.0 / (1.0 + np.exp(-logits)) if logits.ndim == 1 else _softmax(logits)[:, 1]
             known |= dict(zip(todo, scores.tolist(), strict=True))
             with self._recent_lock:
-                self._recent.update(((query, p), known[p]) for p in todo)
+                self._recent.update((pair, known[pair]) for pair in todo)
                 while len(self._recent) > self.RECENT:
                     self._recent.popitem(last=False)
-        return np.array([known[p] for p in passages], dtype=np.float32)
+        return {q: np.array([known[(q, p)] for p in passages], dtype=np.float32) for q in queries}
 
 
 class CrossEncoderAnswerJudge(CrossEncoderRelevance):
@@ -200,9 +253,11 @@ class CrossEncoderAnswerJudge(CrossEncoderRelevance):
     SETTING = "CAIRN_ANSWER_MODEL"
 
     def score(self, query: str, passages: list[str]) -> np.ndarray:
-        scores = super().score(query, passages)
         asked = asking_sentence(query)
-        return np.maximum(scores, super().score(asked, passages)) if asked and passages else scores
+        if not asked or not passages:
+            return super().score(query, passages)
+        scores = self._scores([query, asked], passages)  # both readings in one batched call
+        return np.maximum(scores[query], scores[asked])
 
 
 def asking_sentence(question: str) -> str | None:

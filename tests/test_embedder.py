@@ -5,8 +5,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from corpus.devices import torch_device
-from corpus.embedder import SentenceTransformerEmbedder, bundled_model_path, get_embedder
+from corpus.devices import model_runtime, torch_device
+from corpus.embedder import OpenVinoEmbedder, SentenceTransformerEmbedder, bundled_model_path, get_embedder
 
 
 def test_the_single_text_fast_path_matches_batched_embeddings():
@@ -24,15 +24,18 @@ def test_the_single_text_fast_path_matches_batched_embeddings():
         assert float(single @ expected) > 0.99999
 
 
-def test_the_embedder_runs_on_the_configured_device(monkeypatch):
+def test_the_embedder_runs_on_the_configured_runtime_and_device(monkeypatch):
     import torch
 
     embedder = get_embedder()
+    assert isinstance(embedder, OpenVinoEmbedder) == (model_runtime() == "openvino")
+    assert embedder.batch_size == settings.CAIRN_EMBEDDING_BATCH_SIZE
+    with override_settings(CAIRN_MODEL_RUNTIME="torch"):
+        embedder = SentenceTransformerEmbedder(str(bundled_model_path()))
     parameter = next(embedder._model.parameters())
     assert parameter.device.type == embedder.device == torch_device()
-    if embedder.device == "cpu":  # as before CAIRN_DEVICE: float32, the configured batch, the traced query path
+    if embedder.device == "cpu":  # as before CAIRN_DEVICE: float32, the traced query path
         assert parameter.dtype == torch.float32 and embedder._traced is not None
-        assert embedder.batch_size == settings.CAIRN_EMBEDDING_BATCH_SIZE
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with override_settings(CAIRN_DEVICE="cuda"), pytest.raises(ImproperlyConfigured, match="CAIRN_DEVICE"):
         SentenceTransformerEmbedder(str(bundled_model_path()))

@@ -40,7 +40,9 @@ def test_an_nli_model_in_deberta_order_answers_in_cairns_order(tmp_path):
     probabilities = model.predict(PAIRS)
     assert probabilities.shape == (2, 3)
     assert np.allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
-    raw = model._model.predict(PAIRS, apply_softmax=True, convert_to_numpy=True)
+    from sentence_transformers import CrossEncoder
+
+    raw = CrossEncoder(path, device="cpu").predict(PAIRS, apply_softmax=True, convert_to_numpy=True)
     assert np.allclose(probabilities[:, 0], raw[:, 1]) and np.allclose(probabilities[:, 2], raw[:, 0])
     assert model.predict([]).shape == (0, 3)
 
@@ -141,9 +143,10 @@ def test_loading_a_verifier_never_switches_torchs_default_dtype(monkeypatch):
     switched = []
     original = torch.set_default_dtype
     monkeypatch.setattr(torch, "set_default_dtype", lambda dtype: (switched.append(dtype), original(dtype))[1])
-    model = CrossEncoderEntailment("models/nli", dtype="bfloat16")
+    with override_settings(CAIRN_MODEL_RUNTIME="torch"):
+        model = CrossEncoderEntailment("models/nli", dtype="bfloat16")
     assert all(dtype == torch.float32 for dtype in switched)
-    assert next(model._model.parameters()).dtype == torch.bfloat16
+    assert next(model._model.model.parameters()).dtype == torch.bfloat16
 
 
 def test_the_verifiers_run_on_the_configured_device(monkeypatch):
@@ -153,9 +156,8 @@ def test_the_verifiers_run_on_the_configured_device(monkeypatch):
     from corpus.devices import torch_device
 
     model = verifiers.get_entailment_model()
-    parameter = next(model._model.parameters())
-    assert parameter.device.type == torch_device()
-    if parameter.device.type == "cpu":  # as before CAIRN_DEVICE: the configured batches
+    assert model._model.device == torch_device()
+    if model._model.device == "cpu":  # as before CAIRN_DEVICE: the configured batches
         assert (model.batch_size, model.batch_tokens) == (
             settings.CAIRN_VERIFIER_BATCH_SIZE,
             settings.CAIRN_VERIFIER_BATCH_TOKENS,
@@ -175,4 +177,7 @@ def test_the_verifiers_run_on_the_configured_device(monkeypatch):
     assert relevant > 0.5 > irrelevant  # P(relevant) is the relevant label's column, not the other's
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with override_settings(CAIRN_DEVICE="cuda"), pytest.raises(ImproperlyConfigured, match="CAIRN_DEVICE"):
+        CrossEncoderRelevance(str(settings.CAIRN_RELEVANCE_MODEL))
+    openvino_on_a_gpu = override_settings(CAIRN_DEVICE="cuda", CAIRN_MODEL_RUNTIME="openvino")
+    with openvino_on_a_gpu, pytest.raises(ImproperlyConfigured, match="CAIRN_MODEL_RUNTIME"):
         CrossEncoderRelevance(str(settings.CAIRN_RELEVANCE_MODEL))
