@@ -378,6 +378,7 @@ def main() -> None:
             "p50": totals["p50_ms"],
             "p95": totals["p95_ms"],
             "per_stage_p50": {stage: percentile(ms, 50) for stage, ms in stages.items()},
+            "per_stage_p95": {stage: percentile(ms, 95) for stage, ms in stages.items()},
         },
         "questions": rows,
     }

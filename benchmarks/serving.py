@@ -14,6 +14,13 @@ validation work queues up instead of competing for the cores; the comparison is 
 Runs on a database of its own (cairn_bench_serving) on the app's Postgres; about 5 minutes here.
 
     .venv/bin/python benchmarks/serving.py [--clients 8] [--questions 50] [--feedback 200]
+
+With --manual NAME it instead serves one of benchmarks/docs_qa.py's manuals (the `cairn_bench`
+database) with `make serve` to 1, 4 and 8 clients, once with the models on PyTorch and once on
+OpenVINO (CAIRN_MODEL_RUNTIME), each client asking --per-client of the manual's questions:
+throughput, p50/p95, errors and the stages' p50 (results/serving_NAME.json and .png).
+
+    .venv/bin/python benchmarks/serving.py --manual python [--per-client 20]
 """
 
 from __future__ import annotations
@@ -106,10 +113,10 @@ def memory_mb(root_pid: int) -> dict[str, float]:
     return {str(p.pid): round(p.memory_info().rss / 2**20, 1) for p in workers}
 
 
-def start(kind: str, port: int) -> subprocess.Popen:
+def start(kind: str, port: int, **extra) -> subprocess.Popen:
     if kind == "production":
         command = ["manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"]
-        env = server_env()
+        env = server_env(**extra)
     else:  # what `make run` runs
         command = ["manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
         env = server_env(CAIRN_DEMO="true")
@@ -276,6 +283,93 @@ def setup(clients: int) -> tuple[list[tuple[str, str]], list[str]]:
     return users, questions
 
 
+# --- a manual under 1, 4 and 8 clients, on each model runtime (--manual) -------------------------
+
+
+def manual_setup(name: str, clients: int) -> tuple[list[tuple[str, str]], list[str], str]:
+    """Readers of a manual's collection in the `cairn_bench` database benchmarks/docs_qa.py
+    ingested, with tokens, and the manual's questions."""
+    os.environ["CAIRN_DB_NAME"] = "cairn_bench"
+    django_setup()
+    from django.contrib.auth.models import User
+    from rest_framework.authtoken.models import Token
+
+    from corpus.models import Collection
+    from docs_qa import SETS
+
+    docs = SETS[name]
+    collection = Collection.objects.get(slug=docs.collection)
+    users = []
+    for i in range(clients):
+        user, _ = User.objects.get_or_create(username=f"{docs.collection}-serving-{i}")
+        user.groups.add(*collection.groups.all())
+        users.append((user.username, Token.objects.get_or_create(user=user)[0].key))
+    rows = [json.loads(line) for line in (docs.folder / "questions.jsonl").read_text().splitlines() if line.strip()]
+    return users, [q["question"] for q in rows], docs.collection
+
+
+def manual_load(runtime: str, clients: int, port: int, users, questions, collection: str, per_client: int) -> dict:
+    """`clients` readers each asking `per_client` of the manual's questions (each client its own
+    order) of `make serve` with the models on `runtime`; the stages' p50 from the answers' timings."""
+    process = start(
+        "production", port, CAIRN_DB_NAME="cairn_bench", CAIRN_MODEL_RUNTIME=runtime, CAIRN_WRITEBACK="false"
+    )
+    try:
+        warm = random.Random(-1)
+        for _ in range(4):  # the first questions of a fresh process compile the runtime's kernels
+            call(port, "/api/v1/query", users[0][1], {"question": warm.choice(questions), "mode": "fast",
+                                                      "collections": [collection]})  # fmt: skip
+
+        def ask(i, out):
+            rng = random.Random(i)
+            for question in rng.sample(questions, min(per_client, len(questions))):
+                out.append(call(port, "/api/v1/query", users[i][1], {"question": question, "mode": "fast",
+                                                                     "collections": [collection]}))  # fmt: skip
+
+        asked, seconds = run_clients(ask, clients)
+        memory = memory_mb(process.pid)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=120)
+    outcomes = sum(asked, [])
+    timings = [o.body["timings_ms"] for o in outcomes if o.status == 200]
+    stages = sorted({stage for t in timings for stage in t})
+    report = summarise(outcomes, seconds) | {
+        "stage_p50_ms": {stage: round(percentile([t.get(stage, 0.0) for t in timings], 50), 1) for stage in stages},
+        "memory_mb_per_serving_process": memory,
+    }
+    print(f"{runtime}, {clients} clients: {report}")
+    return report
+
+
+def manual_main(name: str, per_client: int) -> None:
+    counts = (1, 4, 8)
+    users, questions, collection = manual_setup(name, max(counts))
+    result = {"manual": name, "questions_per_client": per_client, "runs": {}}
+    for clients in counts:
+        for runtime in ("torch", "openvino"):
+            run = manual_load(runtime, clients, free_port(), users[:clients], questions, collection, per_client)
+            result["runs"][f"{runtime}, {clients}"] = run
+    write_result(f"serving_{name}", result)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for runtime, colour in (("torch", "#c5d3ea"), ("openvino", "#4c72b0")):
+        runs = [result["runs"][f"{runtime}, {c}"] for c in counts]
+        axes[0].plot(counts, [r["throughput_per_s"] for r in runs], "o-", color=colour, label=runtime)
+        axes[1].plot(counts, [r["p50_ms"] for r in runs], "o-", color=colour, label=f"{runtime} p50")
+        axes[1].plot(counts, [r["p95_ms"] for r in runs], "o--", color=colour, label=f"{runtime} p95")
+    axes[0].set(title=f"{name}: answers per second", xlabel="clients", xticks=counts)
+    axes[1].set(title=f"{name}: latency (ms)", xlabel="clients", xticks=counts)
+    for ax in axes:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(RESULTS / f"serving_{name}.png", dpi=110)
+
+
 def plot(result: dict, path: Path) -> None:
     import matplotlib
 
@@ -312,7 +406,12 @@ def main() -> None:
     parser.add_argument("--feedback", type=int, default=200, help="feedback posts per client")
     parser.add_argument("--sigterm-after", type=float, default=8.0, help="seconds into the mixed load")
     parser.add_argument("--sigterm-only", action="store_true", help="only the SIGTERM phase (no result file)")
+    parser.add_argument("--manual", help="a manual of docs_qa.py instead: 1, 4 and 8 clients on each model runtime")
+    parser.add_argument("--per-client", type=int, default=20, help="with --manual: questions each client asks")
     args = parser.parse_args()
+    if args.manual:
+        manual_main(args.manual, args.per_client)
+        return
     users, questions = setup(args.clients)
     from config.serving import WEB_THREADS, WEB_WORKERS, cores, torch_threads_per_worker
 

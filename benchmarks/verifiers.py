@@ -186,13 +186,12 @@ def main() -> None:
 
     chunk = " ".join(["The committee reviewed the annual budget and approved funding for the new library wing."] * 12)
     strip = " ".join(["The committee approved funding for the new library wing."] * 5)
-    tokenizer = nli._model.tokenizer
     sentence_pair = ("The library wing was funded.", chunk)
     question_pair = ("Who funded the library wing?", strip)
     speed = {
-        "nli_sentence_vs_160_token_chunk": pairs_per_second(nli.predict, sentence_pair, len(tokenizer(*sentence_pair)["input_ids"])) | {"floor": 60},
+        "nli_sentence_vs_160_token_chunk": pairs_per_second(nli.predict, sentence_pair, nli._model.tokens(sentence_pair)) | {"floor": 60},
         "relevance_question_vs_50_token_strip": pairs_per_second(
-            lambda pairs: relevance.score(pairs[0][0], [p for _, p in pairs]), question_pair, len(tokenizer(*question_pair)["input_ids"])
+            lambda pairs: relevance.score(pairs[0][0], [p for _, p in pairs]), question_pair, relevance._model.tokens(question_pair)
         ) | {"floor": 200},
     }  # fmt: skip
     for name, figures in speed.items():
@@ -204,8 +203,14 @@ def main() -> None:
         "pairs_per_s"
     ]
 
-    dtype = str(next(nli._model.parameters()).dtype).removeprefix("torch.")  # as it runs on this device
-    result = {"models": paths, "dtype": dtype, "metrics": per_model["nli"] | per_model["relevance"], "speed": speed}
+    dtype = nli._model.dtype  # as it runs on this device
+    result = {
+        "models": paths,
+        "dtype": dtype,
+        "runtime": type(nli._model).__name__.removesuffix("CrossEncoder"),
+        "metrics": per_model["nli"] | per_model["relevance"],
+        "speed": speed,
+    }
     plot(result, RESULTS / "verifiers.png")
     print(f"wrote {write_result('verifiers', result)} and {RESULTS / 'verifiers.png'}")
     if args.card:
