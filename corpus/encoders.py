@@ -2,15 +2,15 @@
 
 Every model Cairn runs is a BERT encoder (the bundled MiniLM and the judges fine-tuned from it),
 so the ONNX graph is written here from the model's own config.json and safetensors weights rather
-than exported through torch, and compiled by OpenVINO for the CPU it runs on: a serving host that never installs PyTorch builds it in a second.
-The graph is BERT as transformers computes it (absolute positions, erf GELU, post-layer-norm),
-with the query, key and value projections packed into one matrix product; the embedder's head is
-sentence-transformers' masked mean and L2 normalisation, a classifier's the pooler and its
-linear layer. tests/test_encoders.py holds it to PyTorch's outputs.
+than exported through torch, and compiled by OpenVINO for the CPU it runs on: a serving host that
+never installs PyTorch builds it in a second. The graph is BERT as transformers computes it
+(absolute positions, erf GELU, post-layer-norm), with the query, key and value projections packed
+into one matrix product; the embedder's head is sentence-transformers' masked mean and L2
+normalisation, a classifier's the pooler and its linear layer. tests/test_encoders.py holds it to PyTorch's outputs.
 
 The graph is cached under CAIRN_DATA_DIR/models, named by the checksum of the files it was built
 from, so a retrained model is rebuilt and a stale one never read. Why OpenVINO, and not int8:
-benchmarks/runtime.py (README, "Model runtime").
+benchmarks/HISTORY.md, "Model runtime" (measured by benchmarks/runtime.py).
 
 Tokenizers stay the models' own: their tokenizer.json, read by the same Rust `tokenizers` library
 that transformers' fast tokenizers wrap.
