@@ -67,7 +67,9 @@ def worker() -> None:
     with override_settings(CAIRN_WRITEBACK=False):  # no validation tasks queued behind the answers
         for line in sys.stdin:
             asked = json.loads(line)
-            manual = manuals.setdefault(asked["manual"], Manual(asked["manual"]))
+            if asked["manual"] not in manuals:
+                manuals[asked["manual"]] = Manual(asked["manual"])
+            manual = manuals[asked["manual"]]
             body, ms = manual.ask(asked["question"])
             keep = {k: body[k] for k in ("answer", "found", "outcome", "timings_ms")}
             print(json.dumps({"body": keep, "ms": ms}), flush=True)
