@@ -35,6 +35,20 @@ class CuratedAdmin(admin.ModelAdmin):
             return queryset.filter(**{f"{self.curated_document}__in": documents_curated_by(user=request.user)})
         return queryset.filter(**{f"{self.curated_through}__in": collections_curated_by(user=request.user)})
 
+    def apply_each(self, request, items, action, *, done: str, noun: str, label=lambda item: item.id, where="") -> None:
+        """`action` on each selected row, a refusal (a CairnError: the wrong status, a cap) stopping
+        no other; the curator is told how many were `done`, and why the rest were not."""
+        count, refused = 0, []
+        for item in items:
+            try:
+                action(item)
+                count += 1
+            except CairnError as exc:
+                refused.append(f"{label(item)}: {exc.message}")
+        self.message_user(request, f"{done.capitalize()} {count} {noun}(s){where}.")
+        if refused:
+            self.message_user(request, f"Not {done}: " + "; ".join(refused), level=messages.WARNING)
+
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.related_model is Collection:
             kwargs["queryset"] = collections_curated_by(user=request.user)
@@ -241,16 +255,10 @@ class DocumentAdmin(CuratedAdmin):
         target = targets.filter(slug=request.POST.get("collection") or "").first()
         if "apply" in request.POST and target is not None:
             reason = (request.POST.get("reason") or "").strip() or f"moved in the admin by {request.user}"
-            moved, refused = 0, []
-            for document in queryset:
-                try:
-                    document_move(document, target, actor=request.user, reason=reason)
-                    moved += 1
-                except CairnError as exc:
-                    refused.append(f"{document.title}: {exc.message}")
-            self.message_user(request, f"Moved {moved} document(s) to {target.slug}.")
-            if refused:
-                self.message_user(request, "Not moved: " + "; ".join(refused), level=messages.WARNING)
+            self.apply_each(
+                request, queryset, lambda document: document_move(document, target, actor=request.user, reason=reason),
+                done="moved", noun="document", label=lambda document: document.title, where=f" to {target.slug}",
+            )  # fmt: skip
             return None
         return TemplateResponse(
             request, "admin/document_move.html",

@@ -222,28 +222,18 @@ class WriteBackAdmin(CuratedAdmin):
 
     @admin.action(description="Approve selected write-backs")
     def approve(self, request, queryset):
-        self._decide_each(request, queryset, lambda w: writeback_approve(w, actor=request.user), "published")
-
-    def _decide_each(self, request, queryset, decide, outcome: str) -> None:
-        """Apply `decide` to each write-back; one refusal (wrong status, the cap) stops no other."""
-        done, failed = 0, []
-        for writeback in queryset:
-            try:
-                decide(writeback)
-                done += 1
-            except CairnError as exc:
-                failed.append(f"{writeback.id}: {exc.message}")
-        self.message_user(request, f"{outcome.capitalize()} {done} write-back(s).")
-        if failed:
-            self.message_user(request, f"Not {outcome}: " + "; ".join(failed), level=messages.WARNING)
+        self.apply_each(
+            request, queryset, lambda w: writeback_approve(w, actor=request.user), done="published", noun="write-back"
+        )
 
     @admin.action(description="Reject selected write-backs (asks for a reason)")
     def reject(self, request, queryset):
         reason = (request.POST.get("reason") or "").strip()
         if "apply" in request.POST and reason:
-            self._decide_each(
-                request, queryset, lambda w: writeback_dismiss(w, actor=request.user, reason=reason), "rejected"
-            )
+            self.apply_each(
+                request, queryset, lambda w: writeback_dismiss(w, actor=request.user, reason=reason),
+                done="rejected", noun="write-back",
+            )  # fmt: skip
             return None
         return TemplateResponse(
             request, "admin/writeback_reject.html",

@@ -166,16 +166,11 @@ class LessonAdmin(CuratorsAdmin):
     def retract(self, request, queryset):
         reason = (request.POST.get("reason") or "").strip()
         if "apply" in request.POST and reason:
-            done, failed = 0, []
-            for lesson in queryset.exclude(status=Lesson.Status.RETRACTED).select_related("collection"):
-                try:
-                    lesson_retract(lesson, actor=request.user, reason=reason)
-                    done += 1
-                except CairnError as exc:
-                    failed.append(f"{lesson.id}: {exc.message}")
-            self.message_user(request, f"Retracted {done} lesson(s).")
-            if failed:
-                self.message_user(request, "Not retracted: " + "; ".join(failed), level=messages.WARNING)
+            self.apply_each(
+                request, queryset.exclude(status=Lesson.Status.RETRACTED).select_related("collection"),
+                lambda lesson: lesson_retract(lesson, actor=request.user, reason=reason),
+                done="retracted", noun="lesson",
+            )  # fmt: skip
             return None
         return TemplateResponse(
             request, "admin/lesson_retract.html",
