@@ -81,9 +81,9 @@ def nq_corpus():
     from django.contrib.auth.models import User
     from tqdm import tqdm
 
-    from corpus.extract import ExtractedDocument
     from corpus.models import Document
     from corpus.services import collection_get_or_create, documents_ingest
+    from readers.extract import ExtractedDocument
 
     passages = nq_passages()
     collection, _ = collection_get_or_create(slug="nq", group_names=["nq-readers"])

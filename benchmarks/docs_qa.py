@@ -150,9 +150,9 @@ def ingest(docs: DocSet, *, fresh: bool) -> dict:
     from tqdm import tqdm
 
     from corpus.embedder import get_embedder
-    from corpus.extract import ExtractedDocument, ExtractionError, extract_file
     from corpus.models import Chunk, Document
     from corpus.services import collection_get_or_create, documents_ingest, embedding_input
+    from readers.extract import ExtractedDocument, ExtractionError, extract_file
 
     if not docs.root.is_dir():
         sys.exit(

@@ -3,14 +3,14 @@
     .venv/bin/python benchmarks/extraction_coverage.py MANUAL=FOLDER [MANUAL=FOLDER ...] [--lowest 3]
 
 For every HTML and Markdown file under each folder, the words a browser shows are counted, less
-navigation, and compared with the words of the text Cairn stores for it (corpus.extract, as an upload
+navigation, and compared with the words of the text Cairn stores for it (readers.extract, as an upload
 or `ingest` reads it) and of its chunks (corpus.chunking, with one token per word: which words a
 chunk keeps does not depend on the model's tokenizer). A word is a run of letters and digits, case
 aside; a page's share is the words of its visible text found in the stored text, each as many times
 as it is shown at most. Headings, code, tables and boxes (tips, notes, sidebars) count; table rows
 repeat their headers in the stored text, which counts for nothing extra.
 
-What a browser shows is read here on its own terms, not with corpus.html's rules: the page's main
+What a browser shows is read here on its own terms, not with readers.html's rules: the page's main
 content (<main> or role=main, else its one <article>, else the body: outside it is the site's
 frame), less what is hidden (<head>, scripts, styles, hidden and aria-hidden elements, comments),
 widgets (forms, buttons), navigation by name (nav, header without a page title, footer, the ARIA
@@ -139,7 +139,7 @@ def rendered_markdown(raw: str) -> str:
 def page_coverage(path: Path) -> dict:
     """One page's words shown, kept in its stored text and in its chunks; refused says why Cairn refused it."""
     from corpus.chunking import chunk_text
-    from corpus.extract import ExtractedDocument, ExtractionError, extract_file
+    from readers.extract import ExtractedDocument, ExtractionError, extract_file
 
     raw = path.read_text(encoding="utf-8", errors="replace")
     visible = visible_words(rendered_markdown(raw) if path.suffix.lower() in (".md", ".markdown") else raw)

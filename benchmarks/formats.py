@@ -122,7 +122,7 @@ def page_html(title: str, text: str) -> str:
 
 
 def build_html(names: list[str]) -> Path:
-    from corpus.extract import ExtractedDocument, extract_file
+    from readers.extract import ExtractedDocument, extract_file
 
     folder = CACHE / "html"
     folder.mkdir(parents=True, exist_ok=True)
@@ -203,9 +203,9 @@ def ingest(kind: str, folder: Path, names: list[str], *, fresh: bool) -> dict:
     from tqdm import tqdm
 
     from corpus.embedder import get_embedder
-    from corpus.extract import ExtractedDocument, ExtractionError, extract_file
     from corpus.models import Chunk, Document
     from corpus.services import collection_get_or_create, documents_ingest, embedding_input
+    from readers.extract import ExtractedDocument, ExtractionError, extract_file
 
     suffix = {"html": "html", "scan": "pdf"}.get(kind, kind)
     collection, created = collection_get_or_create(slug=collection_slug(kind), group_names=["fmt-readers"])

@@ -143,7 +143,7 @@ def gold_outside_extracted_text(docs: Path, questions: list[dict]) -> list[str]:
     import django
 
     django.setup()
-    from corpus.extract import ExtractedDocument, ExtractionError, extract_file
+    from readers.extract import ExtractedDocument, ExtractionError, extract_file
 
     problems: list[str] = []
     texts: dict[str, str] = {}
@@ -167,7 +167,7 @@ def extraction_problems(here: Path, docs: Path, questions: list[dict]) -> list[s
     """Cairn's extractor reads every page of the set's pages.txt, and every gold string is in the
     text it makes of its page (gold_outside_extracted_text)."""
     problems = gold_outside_extracted_text(docs, questions)  # sets Cairn up, so its extractor imports
-    from corpus.extract import extract_file
+    from readers.extract import extract_file
 
     for page in (here / "pages.txt").read_text().split():
         try:

@@ -31,9 +31,9 @@ def main() -> None:
 
     from corpus.chunking import chunk_text
     from corpus.embedder import get_embedder
-    from corpus.extract import ExtractedDocument
     from corpus.models import Chunk, Document
     from corpus.services import chunk_heading, collection_get_or_create, documents_ingest, embedding_input
+    from readers.extract import ExtractedDocument
 
     passages = nq_passages()[: args.passages]
     documents = [

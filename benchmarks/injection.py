@@ -75,10 +75,10 @@ def main() -> None:
     from django.db import transaction
     from django.test import override_settings
 
-    from corpus.extract import ExtractedDocument
     from corpus.models import Chunk, WriteBack
     from corpus.services import collection_get_or_create, documents_ingest
     from pipeline.services import question_answer
+    from readers.extract import ExtractedDocument
     from tests import loopback
     from writeback.validation import writeback_validate
 

@@ -3,7 +3,7 @@
 The source distributions of python-docx and python-pptx (the versions requirements.txt pins) ship
 the .docx and .pptx files their own tests read: files saved by many versions of Word and
 PowerPoint, LibreOffice and other tools, some deliberately odd. (openpyxl's source distribution
-ships none.) Each file is read by `corpus.extract.extract_bytes`, as an upload is, and sorted:
+ships none.) Each file is read by `readers.extract.extract_bytes`, as an upload is, and sorted:
 - read: a document came out; its text is checked for garbage (XML markup, control characters,
   replacement characters);
 - refused: an ExtractionError (the upload would be a 400 naming the reason);
@@ -47,7 +47,7 @@ def sdists() -> list[Path]:
 
 def main() -> None:
     django_setup()
-    from corpus.extract import ExtractedDocument, ExtractionError, extract_bytes
+    from readers.extract import ExtractedDocument, ExtractionError, extract_bytes
 
     rows = []
     for sdist in sdists():

@@ -1,15 +1,15 @@
-"""PDF reading (corpus/pdf.py): running furniture in chunks, and OCR speed.
+"""PDF reading (readers/pdf.py): running furniture in chunks, and OCR speed.
 
     .venv/bin/python benchmarks/pdf_layout.py [--pages 12] [--ocr-pages 4]
 
 1. A manual printed to PDF as a browser prints it (tests/documents.py writes it): on every page
    the date and the title on top, the address and "n/N" below, a heading and about thirty lines of
    prose between. It is chunked (the bundled embedder's tokens, CAIRN_CHUNK_TOKENS) as read by the
-   reader before corpus/pdf.py (pypdf's text layer, one paragraph guess per page: kept below as it
-   was) and by corpus/pdf.py; a chunk "holds furniture" when its text has the date, the address or
+   reader before readers/pdf.py (pypdf's text layer, one paragraph guess per page: kept below as it
+   was) and by readers/pdf.py; a chunk "holds furniture" when its text has the date, the address or
    a page count ("3/12").
 2. The same kind of pages drawn as 300 dpi page images (a scan, Pillow), read by Tesseract through
-   corpus/pdf.py: pages per second, wall clock, on whatever cores the machine has.
+   readers/pdf.py: pages per second, wall clock, on whatever cores the machine has.
 
 No database. Writes benchmarks/results/pdf_layout.json.
 """
@@ -82,7 +82,7 @@ def old_reader(data: bytes) -> str:
     at a time, its lines guessed into paragraphs."""
     from pypdf import PdfReader
 
-    from corpus import locations
+    from readers import locations
 
     pages = [page.extract_text() or "" for page in PdfReader(io.BytesIO(data)).pages]
     return "\n\n".join(f"{locations.page(n)}\n\n{_old_paragraphs(page)}" for n, page in enumerate(pages, 1))
@@ -168,7 +168,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from corpus.pdf import read_pdf
+    from readers.pdf import read_pdf
 
     with tempfile.TemporaryDirectory() as folder:
         data = browser_printed(Path(folder) / "printed.pdf", args.pages).read_bytes()

@@ -1,4 +1,4 @@
-"""Cairn's PDF reader (corpus/pdf.py) against poppler's pdftotext, on PDFs no choice was made on:
+"""Cairn's PDF reader (readers/pdf.py) against poppler's pdftotext, on PDFs no choice was made on:
 the manuals Debian ships as PDF (bash's from TeX and groff, libtasn1's from Texinfo,
 shared-mime-info's from DocBook...) and, when the formats benchmark's cache holds them, Word files
 exported to PDF by LibreOffice (bullets from its Symbol font, its own fonts and layout).
@@ -117,8 +117,8 @@ def main() -> None:
     django.setup()
     from tqdm import tqdm
 
-    from corpus.locations import without_markers
-    from corpus.pdf import read_pdf
+    from readers.locations import without_markers
+    from readers.pdf import read_pdf
 
     with tempfile.TemporaryDirectory() as folder:
         files = args.files or [*DEBIAN_PDFS, *office_exports(Path(folder))]

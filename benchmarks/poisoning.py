@@ -101,12 +101,12 @@ def main() -> None:
     from django.db import transaction
     from tqdm import tqdm
 
-    from corpus.extract import ExtractedDocument
     from corpus.models import Collection
     from corpus.services import collection_get_or_create, documents_ingest
     from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.generators import DISAGREE
     from pipeline.services import question_answer
+    from readers.extract import ExtractedDocument
 
     collection, user, _gold = nq_corpus()
     rows = nq_rows()

@@ -312,12 +312,12 @@ def run_one(
     from tqdm import tqdm
 
     from config.exceptions import CairnError
-    from corpus.extract import ExtractedDocument
     from corpus.models import Document, WriteBack, WriteBackAsking
     from corpus.services import collection_get_or_create, documents_ingest
     from corpus.writebacks import same_answer, writeback_publish
     from judges.grounding import answer_sentences
     from pipeline.services import question_answer
+    from readers.extract import ExtractedDocument
     from writeback.validation import proposed_text, writeback_validate
 
     stream, test = sample["stream"], sample["test"]
@@ -517,11 +517,11 @@ def validation_cost(runs: int, user) -> dict:
     from django.db import transaction
 
     from corpus.chunking import split_sentences
-    from corpus.extract import ExtractedDocument
     from corpus.models import Chunk
     from corpus.services import collection_get_or_create, documents_ingest
     from corpus.writebacks import writeback_propose
     from judges.grounding import answer_sentences
+    from readers.extract import ExtractedDocument
     from writeback.validation import validate
 
     held_out, _ = load_rows("nq")

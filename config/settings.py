@@ -292,7 +292,7 @@ STORAGES = {
         },
     },
 }
-# PDFs (corpus/pdf.py): scanned pages are read by Tesseract in these languages (its -l string,
+# PDFs (readers/pdf.py): scanned pages are read by Tesseract in these languages (its -l string,
 # "eng+deu"); a page read below the confidence is flagged for curators. A file of more pages, or
 # whose text layer takes longer to read, is refused.
 CAIRN_TESSERACT = env_str("CAIRN_TESSERACT", "tesseract")
@@ -303,9 +303,9 @@ CAIRN_PDF_MAX_PAGES = env_int("CAIRN_PDF_MAX_PAGES", 2000, minimum=1)
 CAIRN_PDF_SECONDS = env_float("CAIRN_PDF_SECONDS", 300.0, minimum=0.1)
 # OCR counts in CAIRN_PDF_SECONDS; a PDF with more scanned pages than this is refused before any is read.
 CAIRN_OCR_MAX_PAGES = env_int("CAIRN_OCR_MAX_PAGES", 500, minimum=1)
-# The address space LibreOffice may take converting a .doc, .xls or .ppt (corpus/legacy.py).
+# The address space LibreOffice may take converting a .doc, .xls or .ppt (readers/legacy.py).
 CAIRN_LIBREOFFICE_MEMORY_BYTES = env_int("CAIRN_LIBREOFFICE_MEMORY_BYTES", 2 * 1024**3, minimum=256 * 1024**2)
-# An e-mail (corpus/mail.py): the documents attached to it read at most, and the seconds the message
+# An e-mail (readers/mail.py): the documents attached to it read at most, and the seconds the message
 # and all of them may take together; the others are named unread.
 CAIRN_EMAIL_MAX_ATTACHMENTS = env_int("CAIRN_EMAIL_MAX_ATTACHMENTS", 20, minimum=0)
 CAIRN_EMAIL_SECONDS = env_float("CAIRN_EMAIL_SECONDS", 300.0, minimum=0.1)

@@ -15,7 +15,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.exceptions import CairnError
-from corpus.extract import ExtractionError
 from corpus.lineage import document_move, document_restore, document_retract
 from corpus.models import Collection, Document, Upload
 from corpus.originals import place
@@ -32,6 +31,7 @@ from corpus.selectors import (
 from corpus.services import RESERVED_SOURCE, WRITEBACK_SOURCE_PREFIX, upload_ingest, upload_receive
 from corpus.tasks import upload_ingest_enqueue
 from corpus.views import original_response
+from readers.extract import ExtractionError
 
 
 class StrictStringMixin:

@@ -9,7 +9,7 @@ def ocr_ready(app_configs=None, **kwargs):
     """Scanned PDF pages need Tesseract and its data for CAIRN_OCR_LANGUAGES. Missing, such pages
     are refused (text PDFs still read): a warning, or an error when CAIRN_OCR_LANGUAGES was set,
     since someone then meant OCR to run."""
-    from corpus.pdf import missing_languages, tesseract_path
+    from readers.pdf import missing_languages, tesseract_path
 
     problem = Error if settings.CAIRN_OCR_LANGUAGES_SET else Warning
     command = settings.CAIRN_TESSERACT

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from corpus.chunking import PROSE, parse_blocks
+from readers.blocks import PROSE, parse_blocks
 
 PENALTY_DANGLING = 0.25
 PENALTY_TRUNCATED = 0.25
@@ -71,7 +71,7 @@ _TERMINAL = re.compile(r"[.!?:;\"'\u201d\u2019)\]]\s*$")
 def consistency_score(text: str) -> float:
     """1.0 for a clean, self-contained passage; lower for each defect (see the module docstring).
 
-    Read by blocks (corpus.chunking.parse_blocks): headings and code are neither fragments nor
+    Read by blocks (readers.blocks.parse_blocks): headings and code are neither fragments nor
     debris, a term or a table row needs no full stop, and a code-only chunk is judged as it is."""
     blocks = [b for b in parse_blocks(text) if b.kind in PROSE]
     if not blocks:

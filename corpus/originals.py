@@ -34,12 +34,12 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.urls import reverse
 
-from corpus import locations
-from corpus.chunking import parse_blocks
-from corpus.extract import MIME_TYPES
 from corpus.models import Chunk, Collection, Document, Original, originals_storage
+from readers import locations
+from readers.blocks import parse_blocks
+from readers.formats import FORMATS
 
-PDF, PPTX, XLSX = MIME_TYPES[".pdf"], MIME_TYPES[".pptx"], MIME_TYPES[".xlsx"]
+PDF, PPTX, XLSX = (FORMATS[suffix].mime_type for suffix in (".pdf", ".pptx", ".xlsx"))
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def originals_keep(*, collection: Collection, files: Mapping[str, OriginalFile])
     with transaction.atomic():
         replaced = [document.original_id for document, *_ in stored if document.original_id]
         for document, sha256, name, size, suffix in stored:
-            mime_type = MIME_TYPES.get(suffix, "application/octet-stream")
+            mime_type = FORMATS[suffix].mime_type if suffix in FORMATS else "application/octet-stream"
             document.original, _ = Original.objects.get_or_create(
                 sha256=sha256, defaults={"file": name, "size": size, "mime_type": mime_type}
             )
@@ -245,7 +245,7 @@ def view_name(sha256: str) -> str:
 
 
 def _read_located(original: Original, suffix: str) -> str:
-    from corpus import office
+    from readers import office
 
     with original.file.open("rb") as handle:
         data = handle.read()

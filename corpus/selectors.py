@@ -15,10 +15,10 @@ from django.db import connection
 from django.db.models import Count, F, Q, QuerySet
 from pgvector.django import CosineDistance
 
-from corpus import locations
-from corpus.chunking import BLOCK_PREFIX, parse_blocks
 from corpus.models import TEXT_SEARCH_CONFIG, Chunk, Collection, Document, Upload, WriteBack
 from corpus.originals import document_original_url
+from readers import locations
+from readers.blocks import BLOCK_PREFIX, parse_blocks
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -141,8 +141,8 @@ class Passage:
     in blocks, anchored by the chunk's id."""
 
     chunk_id: int
-    blocks: list[tuple[str, str]]  # (kind, text): corpus.chunking.parse_blocks's heading, paragraph, code, ...
-    location_label: str = ""  # "page 12": where it sits in the original (corpus.locations.label)
+    blocks: list[tuple[str, str]]  # (kind, text): readers.blocks.parse_blocks's heading, paragraph, code, ...
+    location_label: str = ""  # "page 12": where it sits in the original (readers.locations.label)
     original_url: str | None = None  # the original opened there (corpus.originals.original_url)
 
 

@@ -14,16 +14,16 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from corpus import locations
 from corpus.audit import audit
 from corpus.chunking import chunk_text
 from corpus.consistency import consistency_score
 from corpus.embedder import Embedder, get_embedder
-from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, content_problem, extract_bytes
 from corpus.instructions import addresses_a_model
 from corpus.lineage import writebacks_requeue
 from corpus.models import Chunk, Collection, Document, Upload
 from corpus.originals import OriginalFile, originals_for, originals_keep
+from readers import locations
+from readers.extract import ExtractedDocument, ExtractionError, ExtractionFailure, content_problem, extract_bytes
 
 logger = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ import logging
 
 from django_q.tasks import async_task
 
-from corpus.extract import ExtractionError
 from corpus.services import upload_claim
 from corpus.services import upload_ingest as ingest
+from readers.extract import ExtractionError
 
 INGEST_UPLOAD = "corpus.tasks.upload_ingest"
 

@@ -20,10 +20,10 @@ from config.exceptions import CairnError
 from corpus.audit import audit
 from corpus.citations import without_citations
 from corpus.embedder import Embedder
-from corpus.extract import ExtractedDocument
 from corpus.lineage import readers_of_evidence_only
 from corpus.models import Collection, Document, WriteBack, WriteBackAsking
 from corpus.services import WRITEBACK_SOURCE_PREFIX, documents_ingest
+from readers.extract import ExtractedDocument
 
 
 def writeback_propose(

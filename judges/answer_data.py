@@ -29,7 +29,7 @@ from pathlib import Path
 
 from corpus.chunking import split_sentences
 from judges.nli_data import SPLIT_SEED, calibration_split, shared_path
-from judges.relevance_data import _mentions, _words, halueval_examples, nq_examples
+from judges.relevance_data import halueval_examples, mentions_answer, nq_examples, word_set
 
 ANSWER_LABELS = ("other", "answer")
 HELD_OUT_ARTICLES = 0.3  # share of SQuAD/XQuAD/QNLI articles never trained on
@@ -58,8 +58,8 @@ def _spans(text: str) -> list[tuple[int, int, str]]:
 
 
 def _hardest(question: str, sentences: Sequence[str], k: int) -> list[str]:
-    asked = _words(question)
-    return sorted(sentences, key=lambda s: -len(asked & _words(s)))[:k]
+    asked = word_set(question)
+    return sorted(sentences, key=lambda s: -len(asked & word_set(s)))[:k]
 
 
 def squad_pairs(path: Path, source: str) -> tuple[list[AnswerPair], dict[str, str]]:
@@ -109,7 +109,7 @@ def gold_passage_pairs(examples, source: str) -> list[AnswerPair]:
     pairs = []
     for example in examples:
         sentences = split_sentences(example.passage)
-        answers = [s for s in sentences if _mentions(s, example.answers)]
+        answers = [s for s in sentences if mentions_answer(s, example.answers)]
         if not answers:
             continue
         others = [s for s in sentences if s not in answers]

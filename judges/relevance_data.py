@@ -62,18 +62,18 @@ def halueval_examples(rows: Sequence[dict]) -> list[RelevanceExample]:
 _WORD = re.compile(r"\w+")
 
 
-def _words(text: str) -> set[str]:
+def word_set(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
 
 
-def _mentions(text: str, answers: Sequence[str]) -> bool:
+def mentions_answer(text: str, answers: Sequence[str]) -> bool:
     lowered = text.lower()
     return any(answer.strip() and answer.strip().lower() in lowered for answer in answers)
 
 
 def answer_strip(example: RelevanceExample) -> str | None:
     """The gold passage's first sentence that holds an answer, if any."""
-    return next((s for s in split_sentences(example.passage) if _mentions(s, example.answers)), None)
+    return next((s for s in split_sentences(example.passage) if mentions_answer(s, example.answers)), None)
 
 
 def closest_sentence(question: str, passage: str) -> str | None:
@@ -81,8 +81,8 @@ def closest_sentence(question: str, passage: str) -> str | None:
     sentences = split_sentences(passage)
     if not sentences:
         return None
-    asked = _words(question)
-    return max(sentences, key=lambda s: len(asked & _words(s)))
+    asked = word_set(question)
+    return max(sentences, key=lambda s: len(asked & word_set(s)))
 
 
 def relevance_pairs(
@@ -131,10 +131,10 @@ def mine_hard_negatives(
     from django.db import transaction
 
     from corpus.embedder import cosine_similarities, get_embedder
-    from corpus.extract import ExtractedDocument
     from corpus.models import Chunk, Collection
     from corpus.selectors import chunk_search
     from corpus.services import documents_ingest
+    from readers.extract import ExtractedDocument
 
     passages = {}
     for example in examples:
@@ -173,7 +173,11 @@ def mine_hard_negatives(
             )
             found: dict[str, float] = {}
             for hit in hits:
-                if hit.text in example.passage or example.passage in hit.text or _mentions(hit.text, example.answers):
+                if (
+                    hit.text in example.passage
+                    or example.passage in hit.text
+                    or mentions_answer(hit.text, example.answers)
+                ):
                     continue
                 found.setdefault(hit.text, hit.similarity)
                 if len(found) == per_question:

@@ -29,11 +29,11 @@ from django_q.tasks import async_task
 
 from config.exceptions import CairnError
 from corpus.audit import audit
-from corpus.extract import ExtractedDocument, ExtractionError, extract_bytes
 from corpus.lineage import document_retract
 from corpus.models import Collection, Document
 from corpus.originals import originals_for
 from corpus.services import documents_ingest
+from readers.extract import ExtractedDocument, ExtractionError, extract_bytes
 from sources.connectors import connector_for
 from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, host_of
 from sources.connectors.confluence import space_of

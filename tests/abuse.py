@@ -101,9 +101,9 @@ def pdf_bytes(text: str) -> bytes:
 
 
 def upload(name: str, data: bytes) -> list:
-    """An uploaded file: extracted as its name says (corpus.extract), then read as a document. The
+    """An uploaded file: extracted as its name says (readers.extract), then read as a document. The
     documents read; none when it is refused."""
-    from corpus.extract import ExtractedDocument, ExtractionError, extract_bytes
+    from readers.extract import ExtractedDocument, ExtractionError, extract_bytes
 
     try:
         items = extract_bytes(name, data, source=f"upload:{name}")
@@ -203,7 +203,7 @@ def cpu_time() -> float:
 # --- Files: every format a user can upload -------------------------------------------------------
 # Written here as the least XML (or RTF, or MIME) each reader accepts, so that a file's bytes are its
 # shape: a ZIP package's entries are stored, not deflated, and a bound per 10 KB of the file holds
-# its reader (how far deflate packs XML is corpus.office.zip_problem's to bound).
+# its reader (how far deflate packs XML is readers.office.zip_problem's to bound).
 
 DEPTH = 200  # elements nested this deep; lxml refuses a document nested past 256 (a parse error: a 400)
 
@@ -645,7 +645,7 @@ def files(size: int) -> dict[str, dict[str, bytes]]:
     }
 
 
-# Legacy files are LibreOffice's to read (corpus.legacy): each is a shape of the format it converts to,
+# Legacy files are LibreOffice's to read (readers.legacy): each is a shape of the format it converts to,
 # saved in the legacy format by LibreOffice, so that it is a file LibreOffice writes.
 LEGACY_SHAPES = {
     ".doc": ("one-word paragraphs", lambda size: _word_shapes(".docx", size)["one-word paragraphs"]),
@@ -665,7 +665,7 @@ def legacy_files(size: int) -> dict[str, dict[str, bytes]]:
     from pathlib import Path
     from tempfile import TemporaryDirectory
 
-    from corpus.legacy import soffice
+    from readers.legacy import soffice
 
     program, found = soffice(), {}
     if program is None:

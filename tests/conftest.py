@@ -12,8 +12,8 @@ from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from corpus.extract import ExtractedDocument
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
+from readers.extract import ExtractedDocument
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_CORPUS = ROOT / "demo" / "corpus"

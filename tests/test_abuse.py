@@ -15,9 +15,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from corpus.chunking import split_sentences
-from corpus.legacy import CONVERT_TIMEOUT_SECONDS, soffice
-from corpus.markdown import read_markdown
 from corpus.models import Document
+from readers.legacy import CONVERT_TIMEOUT_SECONDS, soffice
+from readers.markdown import read_markdown
 from tests.abuse import (
     ENTRY_POINTS,
     LEGACY_SHAPES,
@@ -46,7 +46,7 @@ class TooSlow(BaseException):
 # Within a few per cent of the bound on this machine (2026-12-06), so passing or not by chance: held
 # to it loosely until their readers get faster (the README's crafted-files row names them).
 AT_THE_BOUND = {
-    ("upload .html", "elements nested"): "120-125 ms per 10 KB against 125 (corpus/html.py _is_boilerplate)",
+    ("upload .html", "elements nested"): "120-125 ms per 10 KB against 125 (readers/html.py _is_boilerplate)",
     (".eml", "attachments"): "101-103 ms per 10 KB against 100: the message is parsed three times, as parts",
     # Passed on CI on 2026-12-06 and failed the same day on the development machine at that commit
     # too, where they measured: what a crafted upload costs depends on the machine's embedding speed.

@@ -2,9 +2,10 @@
 
 import pytest
 
-from corpus.chunking import chunk_text, parse_blocks, split_sentences
+from corpus.chunking import chunk_text, split_sentences
 from corpus.embedder import get_embedder
 from corpus.services import chunk_heading
+from readers.blocks import parse_blocks
 
 
 def words(texts):

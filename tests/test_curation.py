@@ -8,11 +8,11 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from corpus.extract import ExtractedDocument
 from corpus.models import AuditEvent, Collection, Document, Upload, WriteBack
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
 from corpus.writebacks import writeback_propose, writeback_publish
 from pipeline.models import Answer, Evidence
+from readers.extract import ExtractedDocument
 from tests.conftest import SALARY, client_for
 from writeback.lessons import gap_record, lesson_create, mark_record
 from writeback.models import Gap, Lesson

@@ -12,11 +12,11 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from corpus.extract import ExtractedDocument
 from corpus.models import AuditEvent, Collection, Document, Upload, WriteBack
 from corpus.services import collection_get_or_create, documents_ingest
 from corpus.writebacks import writeback_propose, writeback_publish
 from pipeline.models import Answer
+from readers.extract import ExtractedDocument
 from reputation.models import Reputation
 from tests.conftest import SALARY, client_for
 

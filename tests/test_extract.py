@@ -2,8 +2,8 @@
 
 import pytest
 
-from corpus import locations
-from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, discover_files, extract_file
+from readers import locations
+from readers.extract import ExtractedDocument, ExtractionError, ExtractionFailure, discover_files, extract_file
 from tests.documents import write_corpus, write_pdf
 
 
@@ -272,7 +272,7 @@ Artifacts are signed with `gpg --detach-sign [file](x)`. **Default:** `sha512`, 
 def test_markdown_keeps_what_a_reader_sees(tmp_path):
     """Front matter, comments, link targets and definitions, images: markup no reader sees never
     reaches a chunk; a setext heading is a heading; fenced code stays exactly as written."""
-    from corpus.chunking import parse_blocks
+    from readers.blocks import parse_blocks
 
     (tmp_path / "release.md").write_text(MARKDOWN_PAGE)
     md = only_document(tmp_path / "release.md")

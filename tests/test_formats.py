@@ -19,9 +19,10 @@ from openpyxl import Workbook
 from pptx import Presentation
 from pptx.util import Inches
 
-from corpus import legacy, locations
-from corpus.extract import MIME_TYPES, ExtractedDocument, ExtractionError, content_problem, extract_bytes
 from corpus.models import Chunk, Document, Upload
+from readers import legacy, locations
+from readers.extract import ExtractedDocument, ExtractionError, content_problem, extract_bytes
+from readers.formats import FORMATS
 from tests.documents import Text, write_pdf_pages
 from tests.test_office import post_file, zip_file
 
@@ -136,7 +137,7 @@ def test_an_odt_keeps_headings_at_their_outline_level_lists_tables_and_its_prope
     response = post_file(bob, "handbook.odt", converted["handbook.odt"])
     assert response.status_code == 201, response.content
     document = Document.objects.get(source="upload:handbook.odt")
-    assert document.title == "Facilities handbook" and document.mime_type == MIME_TYPES[".odt"]
+    assert document.title == "Facilities handbook" and document.mime_type == FORMATS[".odt"].mime_type
     assert document.metadata["author"] == "Dana Whitlock"
     assert document.metadata["created"].startswith("20") and document.metadata["modified"].startswith("20")
     text = extracted("handbook.odt", converted["handbook.odt"]).text
@@ -376,14 +377,18 @@ def encrypted_docx() -> bytes:
 
 def hostile_files(converted) -> list[tuple[str, bytes, str]]:
     odt, docx = converted["handbook.odt"], handbook_docx()
-    odf_bomb = zip_file({"mimetype": MIME_TYPES[".odt"].encode(), "content.xml": b"\x00" * 30_000_000})
+    odf_bomb = zip_file({"mimetype": FORMATS[".odt"].mime_type.encode(), "content.xml": b"\x00" * 30_000_000})
     odf_manifest = (
         b'<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0">'
         b'<manifest:file-entry manifest:full-path="content.xml"><manifest:encryption-data/></manifest:file-entry>'
         b"</manifest:manifest>"
     )
     locked_odt = zip_file(
-        {"mimetype": MIME_TYPES[".odt"].encode(), "META-INF/manifest.xml": odf_manifest, "content.xml": b"\x9c\x11"}
+        {
+            "mimetype": FORMATS[".odt"].mime_type.encode(),
+            "META-INF/manifest.xml": odf_manifest,
+            "content.xml": b"\x9c\x11",
+        }
     )
     return [
         ("laughs.docx", with_entities(docx, "word/document.xml", b"Archive room"), "entity-expansion"),

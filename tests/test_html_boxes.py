@@ -1,11 +1,11 @@
 """Boxes a manual sets beside its text (tips, notes, sidebars) and the commands typed in its
 transcripts are kept; a site's sidebar of links is still navigation."""
 
-from corpus.html import html_to_blocks
+from readers.html import html_to_blocks
 
 
 def blocks(body: str) -> list[str]:
-    """The blocks corpus.html reads from a page with this <body> markup."""
+    """The blocks readers.html reads from a page with this <body> markup."""
     return html_to_blocks(f"<html><head><title>Guide</title></head><body>{body}</body></html>")[1].split("\n\n")
 
 

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("accounts", "config", "corpus", "reputation", "judges", "pipeline", "writeback", "sources")
+PACKAGES = ("accounts", "config", "corpus", "readers", "reputation", "judges", "pipeline", "writeback", "sources")
 APPS = ("accounts", "corpus", "reputation", "judges", "pipeline", "writeback", "sources")
 
 
@@ -96,6 +96,37 @@ def test_the_layers_below_import_nothing_above_them():
         if module.split(".")[0] in above
     }
     assert {m: t for m, t in upward.items() if t} == {}
+
+
+def test_the_readers_import_no_app():
+    # readers/ turns files into block text: a library with no Cairn app under it, so that a format
+    # is one module and one row of readers.formats, and the store (corpus) stands on it.
+    found = graph()
+    leaks = {
+        m: sorted(t for t in targets if not t.startswith("readers"))
+        for m, targets in found.items()
+        if m.startswith("readers")
+    }
+    assert {m: t for m, t in leaks.items() if t} == {}
+    assert any(t.startswith("readers") for m, targets in found.items() if m.startswith("corpus") for t in targets)
+
+
+def private_imports() -> list[str]:
+    """`from module import _name` across files: a private name is its file's own to change."""
+    found = modules()
+    apps = {name.split(".")[0] for name in found}
+    return sorted(
+        f"{name} <- {node.module}.{alias.name}"
+        for name, path in found.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in apps
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    )
+
+
+def test_no_private_name_is_imported_across_files():
+    assert private_imports() == []
 
 
 def test_settings_import_no_app():

@@ -7,12 +7,12 @@ from django.contrib.auth.models import Group, User
 
 from config.exceptions import CairnError
 from corpus.embedder import get_embedder
-from corpus.extract import ExtractedDocument
 from corpus.lineage import document_retract
 from corpus.models import AuditEvent, Document
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
 from pipeline.generators import ANSWERED
 from pipeline.services import question_answer
+from readers.extract import ExtractedDocument
 from writeback.lessons import lesson_create, lesson_retract
 from writeback.models import Lesson
 

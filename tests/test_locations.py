@@ -2,9 +2,10 @@
 
 import pytest
 
-from corpus import locations
-from corpus.chunking import chunk_text, parse_blocks
+from corpus.chunking import chunk_text
 from corpus.models import Document
+from readers import locations
+from readers.blocks import parse_blocks
 from tests.conftest import client_for
 from tests.test_office import post_file, slides_file
 

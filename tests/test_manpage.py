@@ -1,10 +1,10 @@
 """Manual pages laid out by troff, in an HTML <pre> or saved as text, are read as sections,
 paragraphs and options, not as one code block that no answer ever quotes."""
 
-from corpus.chunking import parse_blocks
-from corpus.extract import extract_bytes
-from corpus.html import html_to_blocks
-from corpus.manpage import is_manpage, manpage_blocks
+from readers.blocks import parse_blocks
+from readers.extract import extract_bytes
+from readers.html import html_to_blocks
+from readers.manpage import is_manpage, manpage_blocks
 
 PAGE = """\
 QUEUECTL(1)                                                        QUEUECTL(1)

@@ -13,13 +13,13 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from corpus.embedder import get_embedder
-from corpus.extract import ExtractedDocument
 from corpus.models import AuditEvent, Chunk, Document, WriteBack
 from corpus.services import documents_ingest
 from pipeline import misses
 from pipeline.misses import groups_of, medoid, misses_for
 from pipeline.models import Answer
 from pipeline.services import question_answer
+from readers.extract import ExtractedDocument
 from reputation.services import feedback_submit
 from writeback.lessons import chunk_sentences, lesson_create, mark_record
 from writeback.models import Gap, Lesson, Mark

@@ -14,15 +14,16 @@ from openpyxl import Workbook
 from pptx import Presentation
 from pptx.util import Inches
 
-from corpus import locations, office
-from corpus.chunking import parse_blocks
-from corpus.extract import MIME_TYPES, ExtractedDocument, ExtractionError, extract_bytes
 from corpus.models import Chunk, Document, Upload
+from readers import blocks, locations, office
+from readers.blocks import parse_blocks
+from readers.extract import ExtractedDocument, ExtractionError, extract_bytes
+from readers.formats import FORMATS
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
-DOCX = MIME_TYPES[".docx"]
+DOCX = FORMATS[".docx"].mime_type
 
 
 def word_file() -> bytes:
@@ -176,9 +177,9 @@ def test_a_long_csv_has_its_rows_numbered_as_a_spreadsheet_numbers_its_records()
 
 def test_cell_text_cannot_break_the_table_or_open_structure():
     # A pipe in a cell is not a column; a short row is padded to the widest; empty rows go.
-    assert office.table_lines([["a|b"], [], [None, None], ["1", "2"]]) == ["| a/b |  |", "|---|---|", "| 1 | 2 |"]
-    assert office._line("# not a heading") == "not a heading"
-    assert office._line("```python") == "python"
+    assert blocks.table_lines([["a|b"], [], [None, None], ["1", "2"]]) == ["| a/b |  |", "|---|---|", "| 1 | 2 |"]
+    assert blocks.plain_line("# not a heading") == "not a heading"
+    assert blocks.plain_line("```python") == "python"
 
 
 @pytest.mark.parametrize(

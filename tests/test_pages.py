@@ -3,10 +3,10 @@
 import pytest
 from django.test import Client
 
-from corpus.extract import ExtractedDocument
 from corpus.models import Document
 from corpus.selectors import document_passages
 from corpus.services import documents_ingest
+from readers.extract import ExtractedDocument
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
@@ -70,8 +70,8 @@ def test_my_questions_lists_only_my_own_answers_searchable_with_my_thumbs(alice,
 
 
 def test_passages_keep_code_whole_show_block_kinds_and_drop_a_repeat_that_opens_a_block():
-    from corpus.chunking import parse_blocks
     from corpus.selectors import _unrepeated
+    from readers.blocks import parse_blocks
 
     previous = (
         "functools.cmp_to_key(func)\n\n: Transform an old-style comparison function to a key function. "

@@ -1,4 +1,4 @@
-"""PDFs are read as people see them (corpus/pdf.py): headings from font sizes, columns in reading
+"""PDFs are read as people see them (readers/pdf.py): headings from font sizes, columns in reading
 order, running headers, footers and page numbers dropped, ruled tables as tables, hyphenation
 undone, each chunk on its page; scanned pages read by the real Tesseract with their confidence; a
 password, a damaged file, too many pages or a pathological page refused. The PDFs are written here
@@ -17,11 +17,11 @@ from django.core.management import call_command
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 from pypdf import PdfReader, PdfWriter
 
-from corpus import locations
-from corpus.extract import ExtractedDocument, ExtractionError, extract_bytes, extract_file
 from corpus.models import Document
 from corpus.originals import originals_for
 from corpus.services import collection_get_or_create, documents_ingest
+from readers import locations
+from readers.extract import ExtractedDocument, ExtractionError, extract_bytes, extract_file
 from tests.documents import Text, pdf_file, table, write_pdf, write_pdf_pages
 
 pytestmark = pytest.mark.django_db
@@ -531,7 +531,7 @@ def test_an_ocr_confidence_is_a_page_location_and_a_span_keeps_the_lowest():
 
 
 def test_typeset_ligatures_are_unfolded_so_a_search_for_the_word_finds_it():
-    from corpus.pdf import _plain
+    from readers.pdf import _plain
 
     assert _plain("the ﬁle workﬂow is eﬃcient") == "the file workflow is efficient"
     assert _plain("x² and ½ stay") == "x² and ½ stay"  # only ligatures: not NFKC

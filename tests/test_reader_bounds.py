@@ -21,10 +21,10 @@ import pytest
 from django.test import override_settings
 from openpyxl import Workbook
 
-from corpus import legacy, office
-from corpus.extract import ExtractionError, extract_bytes
 from corpus.models import Document
 from corpus.originals import view_name
+from readers import legacy, office
+from readers.extract import ExtractionError, extract_bytes
 from tests import loopback
 from tests.conftest import client_for
 from tests.documents import pdf_file

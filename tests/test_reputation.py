@@ -12,10 +12,10 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from corpus.embedder import get_embedder
-from corpus.extract import ExtractedDocument
 from corpus.models import AuditEvent, Chunk, Collection
 from corpus.services import collection_get_or_create, documents_ingest
 from pipeline.services import question_answer
+from readers.extract import ExtractedDocument
 from reputation.models import Credit, Feedback, Reputation
 from reputation.ranking import hits_rank
 from reputation.scoring import Signals, credit_shares, decayed, decisiveness, increments, outcome, trust

@@ -74,8 +74,8 @@ def test_the_text_leg_needs_every_word_but_honours_web_search_syntax(charlie):
 
 def test_an_exact_identifier_is_found_by_the_text_leg(charlie, bob):
     """Embeddings blur codes that differ by a digit; full text does not. Hybrid keeps the exact match on top."""
-    from corpus.extract import ExtractedDocument
     from corpus.services import collection_get_or_create, documents_ingest
+    from readers.extract import ExtractedDocument
 
     errors, _ = collection_get_or_create(slug="printer-errors", public=True)
     codes = ["E4471", "E4417", "E4741", "E7441", "E4714", "E1447"]

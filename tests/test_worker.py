@@ -26,11 +26,11 @@ from django.test import override_settings
 from django.utils import timezone
 from django_q.models import OrmQ, Task
 
-from corpus.extract import ExtractedDocument
 from corpus.models import AuditEvent, Chunk, Collection, Document, Upload, WriteBack
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
 from corpus.writebacks import writeback_propose
 from pipeline.models import Critique, ExperienceLog
+from readers.extract import ExtractedDocument
 from tests.conftest import client_for
 from tests.threads import committed
 from writeback.tasks import writeback_validate_enqueue

@@ -11,7 +11,6 @@ from django.db.utils import DatabaseError
 from django.test import override_settings
 from django_q.conf import Conf
 
-from corpus.extract import ExtractedDocument
 from corpus.models import AuditEvent, Chunk, Document, WriteBack
 from corpus.selectors import chunks_readable_by
 from corpus.services import collection_get_or_create, documents_ingest
@@ -20,6 +19,7 @@ from judges.grounding import answer_sentences
 from judges.nli_data import read_jsonl
 from pipeline.models import Critique, ExperienceLog
 from pipeline.services import question_answer
+from readers.extract import ExtractedDocument
 from tests import loopback
 from tests.conftest import client_for
 from writeback.validation import proposed_text, validate, writeback_validate

@@ -9,7 +9,7 @@ in the page's main text (code blocks excluded), unanswerable key terms ("absent"
 under DOC_DIR (bashref.html, the bash.html man page, examples/INDEX.html), even tune/held_out
 halves. This script adds that each gold string is in its node's main text, that every chapter with
 questions is in both parts, and that each gold string survives Cairn's extractor
-(corpus.extract.extract_file) on the page. Exits non-zero on any problem.
+(readers.extract.extract_file) on the page. Exits non-zero on any problem.
 """
 
 import json

@@ -7,7 +7,7 @@ names a subset of its pages, relative to it. The checks are benchmarks/gold_chec
 in their page's main text (code blocks excluded), unanswerable key terms ("absent") nowhere in the
 whole manual (every HTML page under DOC_DIR: releases/, internals/, intro/, misc/, GeoDjango, the
 indexes and the highlighted source pages under _modules/ included), even tune/held_out halves
-covering every group. A second pass checks that Cairn's extractor (corpus.extract.extract_file)
+covering every group. A second pass checks that Cairn's extractor (readers.extract.extract_file)
 reads every page in pages.txt, and that every gold string is also in the text it makes of its
 page, and reports any page or string that fails; it runs where Django and Cairn's settings can be
 loaded and is skipped with a note otherwise. Exits non-zero on any problem.

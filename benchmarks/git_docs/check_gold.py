@@ -9,7 +9,7 @@ their page's main text (code blocks excluded), unanswerable key terms ("absent")
 whole manual (every HTML page under DOC_DIR, not only the subset), even tune/held_out halves
 covering every group. On top of those, this script checks the "absent" terms against the AsciiDoc
 sources (*.txt) too, that every page of pages.txt has a group, and, unless --no-extract, that every
-gold string is in the text Cairn's own extractor (corpus.extract.extract_file) makes of its page.
+gold string is in the text Cairn's own extractor (readers.extract.extract_file) makes of its page.
 Exits non-zero on any problem.
 """
 

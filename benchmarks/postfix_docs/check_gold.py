@@ -9,7 +9,7 @@ their page's main text (code blocks excluded), unanswerable key terms ("absent")
 whole manual (every HTML page under DOC_DIR, not only the subset), even tune/held_out halves
 covering every group. On top of those, this script checks that pages.txt is sorted and every page
 has a group, that the "absent" terms occur in none of the plain-text READMEs beside the HTML folder
-either, and, unless --no-extract, that Cairn's extractor (corpus.extract.extract_file) reads every
+either, and, unless --no-extract, that Cairn's extractor (readers.extract.extract_file) reads every
 page in pages.txt and that every gold string is in the text it makes of its page. Exits non-zero
 on any problem.
 """

@@ -10,7 +10,7 @@ appendices and a part of Rust by Example (see README.md). The checks are benchma
 gold strings in their page's main text (code blocks excluded), unanswerable key terms ("absent")
 nowhere in the whole manual (every HTML page under DOC_DIR, the API reference and the other books
 included, not only the subset), even tune/held_out halves covering every group. A second pass
-checks that Cairn's extractor (corpus.extract.extract_file) reads every page in pages.txt, and that
+checks that Cairn's extractor (readers.extract.extract_file) reads every page in pages.txt, and that
 every gold string is also in the text it makes of its page, and reports any page or string that
 fails. Exits non-zero on any problem.
 """

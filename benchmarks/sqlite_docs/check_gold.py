@@ -7,7 +7,7 @@ relative to it. The checks are benchmarks/gold_check.py's: gold strings in their
 (code blocks excluded), unanswerable key terms ("absent") nowhere in the whole manual (every HTML
 page under DOC_DIR: release logs, syntax diagrams and all c3ref/ pages included), even
 tune/held_out halves covering every group. A second pass checks that Cairn's extractor
-(corpus.extract.extract_file) reads every page in pages.txt, and that every gold string is also in
+(readers.extract.extract_file) reads every page in pages.txt, and that every gold string is also in
 the text it makes of its page, and reports any page or string that fails; it runs where Django and Cairn's settings can be loaded and is skipped with a note
 otherwise. Exits non-zero on any problem.
 """

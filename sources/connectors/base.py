@@ -11,10 +11,10 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from corpus.extract import MIME_TYPES
+from readers.formats import FORMATS
 
 # Formats read as plain text under a .txt name (their markup is light enough to read as prose).
-READ_AS_TEXT = {".rst", ".adoc", ".asciidoc", ".text"}
+READ_AS_TEXT = {".adoc", ".asciidoc", ".text"}
 # A .jsonl file holds many documents; a source item is one document.
 _NOT_ONE_DOCUMENT = {".jsonl"}
 
@@ -71,7 +71,7 @@ def reader_name(name: str) -> str | None:
     suffix = path.suffix.lower()
     if suffix in READ_AS_TEXT:
         return str(path.with_suffix(".txt"))
-    if suffix in MIME_TYPES and suffix not in _NOT_ONE_DOCUMENT:
+    if suffix in FORMATS and suffix not in _NOT_ONE_DOCUMENT:
         return name
     return None
 

@@ -5,13 +5,14 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from corpus.extract import ExtractedDocument, ExtractionError, ExtractionFailure, discover_files, extract_file
 from corpus.originals import OriginalFile, originals_for
 from corpus.services import collection_get_or_create, documents_ingest
+from readers.extract import ExtractedDocument, ExtractionError, ExtractionFailure, discover_files, extract_file
+from readers.formats import FORMATS
 
 
 class Command(BaseCommand):
-    help = "Ingest .txt, .md, .html, .pdf, .jsonl, .docx, .pptx, .xlsx, .csv and .tsv files (folders recursively) into a collection."
+    help = f"Ingest files (folders recursively) into a collection: {', '.join(sorted(FORMATS))}."
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+", type=Path)

@@ -1,5 +1,5 @@
 """Word 97-2003 .doc, PowerPoint .ppt and Excel .xls files, read by converting them with LibreOffice
-(headless) to .docx, .pptx and .xlsx and reading those with corpus.office.
+(headless) to .docx, .pptx and .xlsx and reading those with readers.office.
 
 No maintained Python library reads all three binary formats (antiword and catdoc are unmaintained
 C tools that give flat text; olefile reads the container, not the documents). LibreOffice reads
@@ -29,7 +29,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from corpus.office import OLE2_MAGIC, OfficeError, ole_encrypted, ole_kind, ole_streams
+from readers.office import OLE2_MAGIC, OfficeError, ole_encrypted, ole_kind, ole_streams
 
 CONVERT_TIMEOUT_SECONDS = 60
 
@@ -69,7 +69,7 @@ def legacy_problem(suffix: str, data: bytes) -> str | None:
     directory and the first bytes of the main stream only."""
     what, streams, _, _ = LEGACY[suffix]
     if not data.startswith(OLE2_MAGIC):
-        from corpus.signatures import binary_signature
+        from readers.signatures import binary_signature
 
         found = binary_signature(data)
         if data.startswith(b"PK\x03\x04"):

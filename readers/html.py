@@ -3,7 +3,7 @@
 Documentation sites wrap every page in navigation (menus, breadcrumbs, "Prev Up Home Next", a
 table of contents, a sidebar); stored as content it becomes 1 chunk in 5 and reaches answers. This
 reader keeps what the author wrote and how it was laid out, in the block syntax that
-corpus.chunking.parse_blocks reads back:
+readers.blocks.parse_blocks reads back:
 
 - ``#``-headings for h1-h6 (they give each chunk its section path);
 - paragraphs separated by blank lines; list items as ``- item``;
@@ -33,8 +33,8 @@ import re
 
 from bs4 import BeautifulSoup, Comment, NavigableString, Tag
 
-from corpus.chunking import row_text
-from corpus.manpage import is_manpage, manpage_blocks
+from readers.blocks import row_text
+from readers.manpage import is_manpage, manpage_blocks
 
 _DROP_TAGS = (
     "head", "script", "style", "noscript", "template", "svg", "title", "nav", "footer",

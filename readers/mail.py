@@ -1,4 +1,4 @@
-"""E-mail messages (.eml) and RTF files as block text.
+"""E-mail messages (.eml) as block text.
 
 An .eml is read with the standard library's email package (policy=default, which decodes headers
 and bodies and records malformed parts as defects instead of failing): its subject is the title,
@@ -6,12 +6,8 @@ its sender, recipients and date are metadata, and its text is what the sender wr
 text/plain part (else the HTML part, read as an HTML page is) without the message it answers
 (quoted "> " lines and the "On ... wrote:" line before them, and everything from an Outlook
 "-----Original Message-----" or "From: ... Sent: ..." header block on). Attachments are named in
-metadata "attachments"; `attachments` gives their bytes, and corpus.extract reads the documents
+metadata "attachments"; `attachments` gives their bytes, and readers.extract reads the documents
 among them into the message's text (the first CAIRN_EMAIL_MAX_ATTACHMENTS, in CAIRN_EMAIL_SECONDS).
-
-An .rtf is read with striprtf (a small pure-Python reader of RTF's control words: no converter
-process, no dependency): each RTF paragraph a paragraph, bullet lines list items, table rows (cells
-it ends with "|") a table. Character styles and heading styles are not kept.
 """
 
 from __future__ import annotations
@@ -21,8 +17,8 @@ from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 
-from corpus.office import OfficeError, _join, _line, table_lines
-from corpus.reading import Reading
+from readers.blocks import joined_blocks, plain_line
+from readers.reading import Reading
 
 _ORIGINAL = re.compile(r"^-{2,}\s*(original message|forwarded message)\s*-{2,}$", re.IGNORECASE)
 _HEADER_FROM = re.compile(r"^\*?(from|von|de):\*?\s", re.IGNORECASE)
@@ -173,10 +169,10 @@ def text_blocks(text: str) -> str:
         if not lines:
             continue
         if all(_ITEM.match(line) for line in lines):
-            blocks.extend(f"- {_line(_ITEM.match(line).group(1))}" for line in lines)
+            blocks.extend(f"- {plain_line(_ITEM.match(line).group(1))}" for line in lines)
         else:
-            blocks.append(_line(" ".join(lines)))
-    return _join(blocks)
+            blocks.append(plain_line(" ".join(lines)))
+    return joined_blocks(blocks)
 
 
 def _html_blocks(html: str) -> str:
@@ -184,7 +180,7 @@ def _html_blocks(html: str) -> str:
     Outlook reply header and what follows it)."""
     from bs4 import BeautifulSoup
 
-    from corpus.html import NavigationPage, TooDeep, html_to_blocks
+    from readers.html import NavigationPage, TooDeep, html_to_blocks
 
     soup = BeautifulSoup(html, "html.parser")
     for quoted in soup.select('blockquote[type="cite"], .gmail_quote, #divRplyFwdMsg, #appendonsend'):
@@ -196,51 +192,3 @@ def _html_blocks(html: str) -> str:
     except (NavigationPage, TooDeep):  # a newsletter of links: its words, as text
         return text_blocks(reply_only(soup.get_text("\n")))
     return reply_only(blocks)
-
-
-# --- RTF --------------------------------------------------------------------------------------
-
-_BULLET = re.compile(r"^\s*[\uf0b7\u2022\u00b7\uf0a7\u25aa\u25cf\u2013-]\s+")
-_CODEPAGE = re.compile(rb"\\ansicpg(\d{3,5})")
-
-
-def rtf_problem(data: bytes) -> str | None:
-    if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
-        return "not an RTF document (no {\\rtf header)"
-    return None
-
-
-def read_rtf(data: bytes) -> Reading:
-    """(title, text) of an RTF document: its paragraphs, bullet paragraphs as items, and consecutive
-    table rows (striprtf ends each cell with "|") as a table under its first row."""
-    import codecs
-
-    from striprtf.striprtf import rtf_to_text
-
-    codepage = _CODEPAGE.search(data[:4096])
-    encoding = f"cp{codepage.group(1).decode()}" if codepage else "cp1252"
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        encoding = "cp1252"
-    try:
-        text = rtf_to_text(data.decode("latin-1"), encoding=encoding, errors="replace")
-    except Exception as exc:  # noqa: BLE001 - hostile input: a reader failure is the file's, a 400
-        raise OfficeError(f"cannot read RTF: {str(exc)[:200] or type(exc).__name__}") from exc
-    blocks: list[str] = []
-    rows: list[list[str]] = []
-    for line in text.split("\n"):
-        if line.rstrip().endswith("|") and "|" in line:
-            rows.append([cell.strip() for cell in line.rstrip().rstrip("|").split("|")])
-            continue
-        if rows:
-            blocks.append("\n".join(table_lines(rows)))
-            rows = []
-        if bullet := _BULLET.match(line):
-            if item := _line(line[bullet.end() :]):
-                blocks.append(f"- {item}")
-        elif paragraph := _line(line):
-            blocks.append(paragraph)
-    if rows:
-        blocks.append("\n".join(table_lines(rows)))
-    return Reading(_join(blocks))

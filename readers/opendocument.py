@@ -1,5 +1,5 @@
 """OpenDocument text, spreadsheets and presentations (.odt, .ods, .odp) as block text: the same
-sections, lists, tables, slides and sheets the Office readers write (corpus.office).
+sections, lists, tables, slides and sheets the Office readers write (readers.office).
 
 Read from the package's content.xml and meta.xml with defusedxml's ElementTree, not with odfpy.
 Both were tried (2026-11-26) on a LibreOffice-saved 20,000-row spreadsheet: odfpy's load took
@@ -7,7 +7,7 @@ Both were tried (2026-11-26) on a LibreOffice-saved 20,000-row spreadsheet: odfp
 picture read into memory), and its tree still has to be walked by hand for headings' outline
 levels, lists, repeated cells and notes; defusedxml's parse of content.xml alone took 0.8 s and
 keeps the same structure. defusedxml refuses entity declarations (a "billion laughs" part) and
-external entities. zip_problem (corpus.office) has checked the package's directory, its mimetype
+external entities. zip_problem (readers.office) has checked the package's directory, its mimetype
 entry and its manifest (a password-protected package is refused) before anything here runs.
 
 A spreadsheet repeats rows and cells by count (table:number-rows-repeated="1048571" for the empty
@@ -23,9 +23,10 @@ import io
 import re
 import zipfile
 
-from corpus import locations
-from corpus.office import MAX_WORKBOOK_CELLS, OfficeError, _join, _line, sheet_blocks, table_lines
-from corpus.reading import Reading
+from readers import locations
+from readers.blocks import joined_blocks, plain_line, table_lines
+from readers.office import MAX_WORKBOOK_CELLS, OfficeError, sheet_blocks
+from readers.reading import Reading
 
 _NS = {
     "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
@@ -99,7 +100,7 @@ def _document(data: bytes, kind: str) -> tuple:
 
 
 def _properties(meta) -> tuple[str, dict]:
-    """(title, metadata) from meta.xml, as corpus.office._properties reads an Office package's core
+    """(title, metadata) from meta.xml, as readers.office._properties reads an Office package's core
     properties: "author" (the initial creator, else the creator), "last_modified_by" (dc:creator,
     who saved it last), "created" and "modified" (ISO 8601)."""
     if meta is None:
@@ -146,7 +147,7 @@ class _Notes:
         mark = (citation.text or "").strip() if citation is not None else ""
         mark = mark or str(self.counts[kind])
         body = note.find(NOTE_BODY)
-        text = _line(" ".join(_inline(p, self) for p in _paragraphs(body))) if body is not None else ""
+        text = plain_line(" ".join(_inline(p, self) for p in _paragraphs(body))) if body is not None else ""
         if text:
             self.pending.append(f"{kind.capitalize()} {mark}: {text}")
         return f"[{mark}]"
@@ -246,12 +247,12 @@ def read_odt(data: bytes) -> Reading:
             if tag in _SKIPPED:
                 continue
             if tag == H:
-                text = _line(_inline(child, notes))
+                text = plain_line(_inline(child, notes))
                 level = int(child.get(_q("text:outline-level"), "1") or 1)
                 if text:
                     blocks.append(f"{'#' * min(max(level, 1), 6)} {text}")
             elif tag == P:
-                text = _line(_inline(child, notes))
+                text = plain_line(_inline(child, notes))
                 if not text:
                     continue
                 style = (child.get(_q("text:style-name")) or "").casefold()
@@ -271,7 +272,7 @@ def read_odt(data: bytes) -> Reading:
             blocks.extend(notes.cited())
 
     walk(body)
-    return Reading(_join(blocks), title or first_title, metadata)
+    return Reading(joined_blocks(blocks), title or first_title, metadata)
 
 
 # --- Presentations ----------------------------------------------------------------------------
@@ -289,7 +290,7 @@ def read_odp(data: bytes) -> Reading:
             if shape.tag == NOTES:
                 continue
             if shape.get(_q("presentation:class")) == "title" and not slide_title:
-                slide_title = _line(_cell_text(shape))
+                slide_title = plain_line(_cell_text(shape))
             else:
                 shapes.append(shape)
         blocks.append(f"{locations.slide(number)}\n# {slide_title or f'Slide {number}'}")
@@ -299,13 +300,13 @@ def read_odp(data: bytes) -> Reading:
         notes = slide.find(NOTES)
         if notes is not None:
             said = [
-                _line(_cell_text(frame))
+                plain_line(_cell_text(frame))
                 for frame in notes.iter(FRAME)
                 if frame.get(_q("presentation:class")) in ("notes", None)
             ]
             if said := " ".join(text for text in said if text):
                 blocks.append(f"Notes: {said}")
-    return Reading(_join(blocks), title, metadata, located=True)
+    return Reading(joined_blocks(blocks), title, metadata, located=True)
 
 
 _NOT_CONTENT = ("page-number", "date-time", "footer", "header", "page")
@@ -325,7 +326,7 @@ def _shape_blocks(shape) -> list[str]:
     blocks = []
     listed = {id(p) for lst in shape.iter(LIST) for p in lst.iter(P)}
     for paragraph in shape.iter(P):
-        text = _line(_inline(paragraph))
+        text = plain_line(_inline(paragraph))
         if text:
             blocks.append(f"- {text}" if bulleted or id(paragraph) in listed else text)
     return blocks
@@ -336,7 +337,7 @@ def _shape_blocks(shape) -> list[str]:
 
 def read_ods(data: bytes) -> Reading:
     """(title, text) of an OpenDocument spreadsheet: each sheet a section with sheet markers, its
-    header row over its rows, each placed by its row number (corpus.office.sheet_blocks). A cell reads as the sheet
+    header row over its rows, each placed by its row number (readers.office.sheet_blocks). A cell reads as the sheet
     shows it (its text, formatted), a formula as its saved result."""
     spreadsheet, title, metadata = _document(data, "spreadsheet")
     blocks: list[str] = []
@@ -345,7 +346,7 @@ def read_ods(data: bytes) -> Reading:
     for table in spreadsheet.iter(TABLE):
         name = table.get(_q("table:name")) or "Sheet"
         blocks.extend(sheet_blocks(name, _sheet_rows(table, budget, repeats)))
-    return Reading(_join(blocks), title, metadata, located=True)
+    return Reading(joined_blocks(blocks), title, metadata, located=True)
 
 
 # Text repeated by count: LibreOffice writes a run of identical cells or rows once, so a column

@@ -7,7 +7,7 @@ end with hundreds of `[fs.open()]: #fsopenpath-flags-mode-callback` lines, which
 chunks of anchors), link targets and inline tags (`<a id="ERR_X"></a>` before each of 400 error
 codes). Left in, they were chunked, embedded, matched by full-text search and quoted in answers.
 Here they go: a link keeps its text, an image goes (there is nothing to quote of it), entities and
-backslash escapes become the characters they show, an HTML block (a table) is read as corpus.html
+backslash escapes become the characters they show, an HTML block (a table) is read as readers.html
 reads a page, and setext headings ("Install" over "-------") become the `#` headings the chunker
 knows. Fenced code and code spans are left exactly as written.
 
@@ -28,7 +28,7 @@ import html
 import re
 from collections.abc import Callable
 
-from corpus.chunking import _FENCE, _ITEM, _QUOTE, _ROW, heading  # the block syntax the chunker reads
+from readers.blocks import FENCE, ITEM, QUOTE, ROW, heading
 
 _FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _LINK_DEFINITION = re.compile(r"^ {0,3}\[([^\]\n]+)\]:[ \t]*\S")
@@ -82,7 +82,7 @@ def read_markdown(raw: str) -> tuple[str, str]:
         if fence:
             lines.append(line)
             fence = "" if line.strip().startswith(fence) else fence
-        elif opened := _FENCE.match(line):
+        elif opened := FENCE.match(line):
             clean_prose()
             fence = opened.group(1)
             lines.append(line)
@@ -115,12 +115,12 @@ def _prose(lines: list[str], defined: set[str]) -> list[str]:
 
 
 def _html_block(lines: list[str]) -> list[str]:
-    """An HTML block (a table, a <details>) in the block form corpus.html gives a page."""
+    """An HTML block (a table, a <details>) in the block form readers.html gives a page."""
     if not lines:
         return []
     from bs4.exceptions import ParserRejectedMarkup
 
-    from corpus.html import NavigationPage, TooDeep, html_to_blocks
+    from readers.html import NavigationPage, TooDeep, html_to_blocks
 
     markup = "\n".join(lines)
     try:
@@ -131,7 +131,7 @@ def _html_block(lines: list[str]) -> list[str]:
 
 def _structural(line: str) -> bool:
     """A line a setext underline cannot make a heading: already a heading, an item, a row, a quote."""
-    return heading(line) is not None or any(syntax.match(line) for syntax in (_ITEM, _ROW, _QUOTE))
+    return heading(line) is not None or any(syntax.match(line) for syntax in (ITEM, ROW, QUOTE))
 
 
 def _inline(text: str, defined: set[str]) -> list[str]:

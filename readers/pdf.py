@@ -4,7 +4,7 @@ the running headers, footers and page numbers printed on every page; scanned pag
 The text layer is read with PDFium (pypdfium2): each character with its box, font and size from
 its text page, joined into words, and the straight strokes the page draws. PDFium reads a page in C,
 a fifth of the time pdfminer's Python interpreter took (2026-11-26), with the same words. Each page
-becomes block text (corpus.chunking.parse_blocks) after a location marker (corpus.locations.page).
+becomes block text (readers.blocks.parse_blocks) after a location marker (readers.locations.page).
 The steps, for each page:
 
 - tables: pdfplumber's table finder (its geometry: ruled tables) on the page's strokes; each is
@@ -62,8 +62,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from corpus import locations
-from corpus.reading import Reading
+from readers import locations
+from readers.reading import ReadError, Reading
 
 # (page number, page count, whether the page was read by OCR): called after each page, the pages
 # with a text layer first (read as they come), then the scanned ones (read by OCR once all are known).
@@ -82,7 +82,7 @@ MAX_INFLATED_BYTES = 512 * 1024 * 1024  # what a file's compressed streams may i
 _pdfium = threading.Lock()  # PDFium is not thread-safe: one call into it at a time in a process
 
 
-class PdfError(Exception):
+class PdfError(ReadError):
     """A PDF that cannot be read; the message says why (extract.py makes it an ExtractionError)."""
 
 
@@ -991,7 +991,7 @@ class _Blocks:
         self.levels, self.bold_level = levels, bold_level
 
     def read(self, lines: list[_Line]) -> list[str]:
-        from corpus.office import table_lines
+        from readers.blocks import table_lines
 
         self.blocks: list[str] = []
         self.run: list[_Line] = []  # the lines of the paragraph, item or heading being read

@@ -1,4 +1,4 @@
-"""Office documents (Word, PowerPoint, Excel) and delimited tables (CSV, TSV) as the block text the
+"""Office documents (Word, PowerPoint, Excel) as the block text the
 chunker reads: headings as ``#`` lines, list items as ``- `` lines, tables as pipe tables whose
 first row is the header (parse_blocks writes each row under it: "Owner: Dana; Room: 4.12").
 
@@ -11,15 +11,15 @@ bomb). zipfile stops each entry at the size the directory declares, so the sum b
 
 from __future__ import annotations
 
-import csv
 import datetime
 import io
 import re
 import zipfile
 from collections.abc import Iterable, Iterator
 
-from corpus import locations
-from corpus.reading import Reading
+from readers import locations
+from readers.blocks import cell_text, joined_blocks, plain_line, table_lines
+from readers.reading import ReadError, Reading
 
 MAX_ZIP_UNCOMPRESSED_BYTES = 200 * 1024 * 1024
 MAX_ZIP_ENTRIES = 10_000
@@ -61,7 +61,7 @@ _MAIN_PARTS = [
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
-class OfficeError(Exception):
+class OfficeError(ReadError):
     """The file cannot be read as the document its name claims; the message says why."""
 
 
@@ -78,7 +78,7 @@ def zip_problem(suffix: str, data: bytes) -> str | None:
     if data.startswith(OLE2_MAGIC):
         return ole_package_problem(suffix, what, data)
     if not data.startswith(b"PK\x03\x04"):
-        from corpus.signatures import binary_signature
+        from readers.signatures import binary_signature
 
         if found := binary_signature(data):
             return f"not {what}: the content is {found}"
@@ -203,63 +203,6 @@ def ole_package_problem(suffix: str, what: str, data: bytes) -> str:
     return f"not {what}: the content is an OLE2 compound file, not a ZIP package"
 
 
-# --- Block text ------------------------------------------------------------------------------
-
-_STRUCTURE = re.compile(r"^(?:#{1,6}\s|\||:\s|```|~~~)")  # a heading, a table row, a definition, a fence
-
-
-def _line(text: str) -> str:
-    """Text on one line, read as a paragraph: runs of whitespace (a cell's line breaks) become one
-    space, and leading marks the chunker would read as structure ("# ", "| ", a fence) go. A line
-    that opens like a list item ("- ", "1. ") is read as one, as it was meant."""
-    text = " ".join(str(text).split())
-    while _STRUCTURE.match(text):
-        text = text.lstrip("#|:`~ ")
-    return text
-
-
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, datetime.datetime):
-        return value.isoformat(sep=" ", timespec="minutes" if value.second == 0 else "seconds").removesuffix(" 00:00")
-    if isinstance(value, datetime.date | datetime.time):
-        return value.isoformat()
-    return " ".join(str(value).replace("|", "/").split())
-
-
-def table_lines(rows: Iterable[Iterable]) -> list[str]:
-    """A pipe table: the first row with any text is the header, every later row padded to its width.
-    Empty rows and trailing empty columns go. The chunker writes each row under the header."""
-    cleaned = []
-    for row in rows:
-        cells = [_cell(value) for value in row]
-        while cells and not cells[-1]:
-            cells.pop()
-        if cells:
-            cleaned.append(cells)
-    if not cleaned:
-        return []
-    width = max(len(cells) for cells in cleaned)
-    cleaned = [cells + [""] * (width - len(cells)) for cells in cleaned]
-    header, body = cleaned[0], cleaned[1:]
-    if not body:  # a header alone is one row of text
-        return ["| " + " | ".join(header) + " |"]
-    return [
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * width,
-        *("| " + " | ".join(cells) + " |" for cells in body),
-    ]
-
-
-def _join(blocks: list[str]) -> str:
-    return "\n\n".join(block for block in blocks if block.strip())
-
-
 # --- Word ------------------------------------------------------------------------------------
 
 _HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
@@ -298,7 +241,7 @@ def read_docx(data: bytes) -> Reading:
             blocks.append("\n".join(table_lines(_table_rows(part._tbl, notes))))
             blocks.extend(notes.cited())
             continue
-        text = _line(_text(part._p, notes))
+        text = plain_line(_text(part._p, notes))
         if not text:
             continue
         style = styles.name(part)
@@ -314,7 +257,7 @@ def read_docx(data: bytes) -> Reading:
         else:
             blocks.append(text)
         blocks.extend(notes.cited())
-    return Reading(_join(blocks), title, _properties(document.core_properties))
+    return Reading(joined_blocks(blocks), title, _properties(document.core_properties))
 
 
 def _text(element, notes: _Notes | None = None, *, paragraphs: bool = False) -> str:
@@ -415,7 +358,7 @@ class _Notes:
             root = ElementTree.fromstring(rel.target_part.blob)
             for note in root:
                 if note.get(f"{_W}type") in (None, "normal"):
-                    self._texts[(kind, note.get(f"{_W}id", ""))] = _line(_text(note, paragraphs=True))
+                    self._texts[(kind, note.get(f"{_W}id", ""))] = plain_line(_text(note, paragraphs=True))
         self._numbers: dict[tuple[str, str], int] = {}
         self._pending: list[str] = []
 
@@ -532,7 +475,7 @@ def read_pptx(data: bytes) -> Reading:
     blocks: list[str] = []
     for number, slide in enumerate(presentation.slides, start=1):
         title_shape = slide.shapes.title
-        slide_title = _line(title_shape.text_frame.text) if title_shape is not None else ""
+        slide_title = plain_line(title_shape.text_frame.text) if title_shape is not None else ""
         blocks.append(f"{locations.slide(number)}\n# {slide_title or f'Slide {number}'}")
         title = title or slide_title
         for shape in slide.shapes:
@@ -540,9 +483,9 @@ def read_pptx(data: bytes) -> Reading:
                 continue
             blocks.extend(_shape_blocks(shape))
         notes_frame = slide.notes_slide.notes_text_frame if slide.has_notes_slide else None
-        if notes_frame is not None and (notes := _line(notes_frame.text)):
+        if notes_frame is not None and (notes := plain_line(notes_frame.text)):
             blocks.append(f"Notes: {notes}")
-    return Reading(_join(blocks), title, _properties(presentation.core_properties), located=True)
+    return Reading(joined_blocks(blocks), title, _properties(presentation.core_properties), located=True)
 
 
 def _shape_blocks(shape) -> list[str]:
@@ -555,7 +498,7 @@ def _shape_blocks(shape) -> list[str]:
     if not shape.has_text_frame:
         return []
     bulleted = shape.is_placeholder  # a body placeholder's paragraphs are the slide's bullets
-    lines = [_line(paragraph.text) for paragraph in shape.text_frame.paragraphs]
+    lines = [plain_line(paragraph.text) for paragraph in shape.text_frame.paragraphs]
     return [f"- {line}" if bulleted else line for line in lines if line]
 
 
@@ -583,7 +526,7 @@ def read_xlsx(data: bytes) -> Reading:
         metadata = _properties(workbook.properties) if workbook.properties else {}
     finally:
         workbook.close()
-    return Reading(_join(blocks), title, metadata, located=True)
+    return Reading(joined_blocks(blocks), title, metadata, located=True)
 
 
 def _bounded(rows: Iterable[tuple], budget: list[int]) -> Iterator[tuple]:
@@ -609,17 +552,17 @@ def sheet_blocks(name: str, rows: Iterable[tuple[int, Iterable]], *, section: bo
     table between rows, so a large sheet comes in row groups under its header."""
     cleaned: list[tuple[int, list[str]]] = []
     for number, row in rows:
-        cells = [_cell(value) for value in row]
+        cells = [cell_text(value) for value in row]
         while cells and not cells[-1]:
             cells.pop()
         if cells:
             cleaned.append((number, cells))
-    blocks = [f"{locations.sheet(name)}\n# {_line(name) or 'Sheet'}"] if section else []
+    blocks = [f"{locations.sheet(name)}\n# {plain_line(name) or 'Sheet'}"] if section else []
     if not cleaned:
         return []
     start = header_row([cells for _, cells in cleaned[:_HEADER_SEARCH_ROWS]])
     for index, (_, cells) in enumerate(cleaned[:start]):
-        line = _line(" ".join(cell for cell in cells if cell))
+        line = plain_line(" ".join(cell for cell in cells if cell))
         blocks.append(f"## {line}" if index == 0 else line)
     table = cleaned[start:]
     width = max(len(cells) for _, cells in table)
@@ -650,18 +593,3 @@ def header_row(rows: list[list[str]]) -> int:
         if filled[index] * 2 > width and not all(_NUMBER.match(cell) for cell in texts):
             return index
     return 0
-
-
-# --- CSV and TSV -----------------------------------------------------------------------------
-
-
-def read_delimited(raw: str, *, delimiter: str, name: str = "") -> Reading:
-    """A CSV or TSV file's text (already decoded) as one table under its header row (header_row),
-    in row groups placed as the rows of a sheet called by the file's `name`: a spreadsheet program
-    numbers a CSV's records as rows."""
-    what = "TSV" if delimiter == "\t" else "CSV"
-    try:
-        rows = list(enumerate(csv.reader(io.StringIO(raw, newline=""), delimiter=delimiter), start=1))
-    except csv.Error as exc:
-        raise OfficeError(f"cannot read {what}: {exc}") from exc
-    return Reading(_join(sheet_blocks(name, rows, section=False)), located=True)

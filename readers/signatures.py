@@ -1,5 +1,5 @@
-"""What a file is, by its first bytes: the formats Cairn never reads as text (corpus.extract) and
-names when a file under a document's name turns out to be one of them (corpus.office, .legacy)."""
+"""What a file is, by its first bytes: the formats Cairn never reads as text (readers.extract) and
+names when a file under a document's name turns out to be one of them (readers.office, .legacy)."""
 
 from __future__ import annotations
 
