@@ -16,7 +16,7 @@ from rest_framework.throttling import BaseThrottle
 
 from accounts.addresses import client_address
 from accounts.models import RateWindow
-from config.env import parse_rate
+from common.env import parse_rate
 
 _TABLE = RateWindow._meta.db_table
 _COUNT = f"""

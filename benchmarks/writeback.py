@@ -311,7 +311,7 @@ def run_one(
     from django.test import override_settings
     from tqdm import tqdm
 
-    from config.exceptions import CairnError
+    from common.exceptions import CairnError
     from corpus.models import Document, WriteBack, WriteBackAsking
     from corpus.services import collection_get_or_create, documents_ingest
     from corpus.writebacks import same_answer, writeback_publish

@@ -6,7 +6,7 @@ connection per thread. SIGTERM is a graceful stop: no new connections, in-flight
 
 import os
 
-from config.env import env_int, env_str
+from common.env import env_int, env_str
 from config.serving import WEB_THREADS, WEB_WORKERS, torch_threads_per_worker
 
 # Set before the workers import Django: they inherit them.

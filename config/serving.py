@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from config.env import env_int
+from common.env import env_int
 
 
 def cores() -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import (
+from common.env import (
     calibration_read,
     env_bool,
     env_choice,
@@ -126,7 +126,7 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------------
 # DATABASE_URL set: that Postgres (it must offer pgvector). Unset: the embedded Postgres 18 +
-# pgvector under CAIRN_DATA_DIR, started by the first process that connects (config/embedded_db.py).
+# pgvector under CAIRN_DATA_DIR, started by the first process that connects (common/embedded_db.py).
 CAIRN_DATA_DIR = Path(env_str("CAIRN_DATA_DIR", str(BASE_DIR / "var"))).resolve()
 _database_url = env_str("DATABASE_URL", "")
 CAIRN_EMBEDDED_DB = not _database_url
@@ -135,7 +135,7 @@ _command = sys.argv[1] if len(sys.argv) > 1 and sys.argv[0].endswith("manage.py"
 # nothing: it may read and write the tables, only INSERT and SELECT the audit trail, and can neither
 # TRUNCATE it, nor lift its trigger, nor set session_replication_role. Migrations and the
 # operator's commands (ingest, calibrate_gate, ...) connect as the owner, which grants the app role
-# its rights after every migrate (config/db_roles.py). gunicorn (config/gunicorn.py), runserver and
+# its rights after every migrate (common/postgres/roles.py). gunicorn (config/gunicorn.py), runserver and
 # qcluster are the application; CAIRN_DB_ROLE overrides.
 CAIRN_DB_APP_ROLE = env_str("CAIRN_DB_APP_ROLE", "cairn_app")
 CAIRN_DB_ROLE = env_choice(
@@ -165,7 +165,7 @@ CAIRN_WEB_WORKERS, CAIRN_WEB_THREADS = WEB_WORKERS, WEB_THREADS  # the productio
 CAIRN_DB_POOL = env_bool("CAIRN_DB_POOL", False)
 CAIRN_DB_POOL_SIZE = env_int("CAIRN_DB_POOL_SIZE", WEB_THREADS, minimum=1)
 CAIRN_DB_POOL_TIMEOUT = env_float("CAIRN_DB_POOL_TIMEOUT", 30.0, minimum=0.1)  # seconds to wait for a free one
-DATABASES["default"]["ENGINE"] = "config.postgres"
+DATABASES["default"]["ENGINE"] = "common.postgres"
 # Who holds a connection, in pg_stat_activity: cairn-web (gunicorn), cairn-runserver, cairn-qcluster, ...
 DATABASES["default"].setdefault("OPTIONS", {})["application_name"] = env_str(
     "CAIRN_DB_APPLICATION_NAME", f"cairn-{_command}"
@@ -190,7 +190,7 @@ CAIRN_HNSW_EF_SEARCH = env_int("CAIRN_HNSW_EF_SEARCH", 200, minimum=1)
 CAIRN_HNSW_ITERATIVE_SCAN = env_choice(
     "CAIRN_HNSW_ITERATIVE_SCAN", "relaxed_order", ("off", "relaxed_order", "strict_order")
 )
-# Prepare the hot-path statements run through config/postgres/prepared.py (feedback). Turn off
+# Prepare the hot-path statements run through common/postgres/prepared.py (feedback). Turn off
 # behind a transaction-mode pooler that cannot keep prepared statements.
 CAIRN_DB_PREPARE = env_bool("CAIRN_DB_PREPARE", True)
 
@@ -477,9 +477,9 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "EXCEPTION_HANDLER": "config.exceptions.api_exception_handler",
+    "EXCEPTION_HANDLER": "common.exceptions.api_exception_handler",
     "DEFAULT_PARSER_CLASSES": [
-        "config.parsers.DepthLimitedJSONParser",
+        "common.parsers.DepthLimitedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],

@@ -17,7 +17,7 @@ urlpatterns = [
 ]
 
 # Errors Django answers before (or after) a view: JSON under /api/, pages elsewhere.
-handler400 = "config.errors.bad_request"
-handler403 = "config.errors.permission_denied"
-handler404 = "config.errors.not_found"
-handler500 = "config.errors.server_error"
+handler400 = "common.errors.bad_request"
+handler403 = "common.errors.permission_denied"
+handler404 = "common.errors.not_found"
+handler500 = "common.errors.server_error"

@@ -7,7 +7,7 @@ from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.lineage import document_move, document_restore, document_retract
 from corpus.models import AuditEvent, Chunk, Collection, Document, Upload
 from corpus.originals import document_original_url, original_filename

@@ -14,7 +14,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.lineage import document_move, document_restore, document_retract
 from corpus.models import Collection, Document, Upload
 from corpus.originals import place
@@ -144,7 +144,7 @@ class DocumentListApi(ListAPIView):
     """List the active documents the caller may read; curators may add documents."""
 
     @property
-    def max_body_bytes(self) -> int:  # a JSON upload carries the document's text (config/parsers.py)
+    def max_body_bytes(self) -> int:  # a JSON upload carries the document's text (common/parsers.py)
         return settings.CAIRN_MAX_UPLOAD_BYTES + 64 * 1024
 
     class DocumentFilterSerializer(serializers.Serializer):

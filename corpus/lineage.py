@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework import status
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.audit import audit
 from corpus.models import Collection, Document, WriteBack
 

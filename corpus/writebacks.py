@@ -16,7 +16,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 from rest_framework import status
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.audit import audit
 from corpus.citations import without_citations
 from corpus.embedder import Embedder

@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.admin import CuratedAdmin
 from corpus.models import WriteBack
 from pipeline.models import Answer, Critique, Evidence, ExperienceLog

@@ -17,9 +17,9 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from config.postgres.base import installed_vector_version
-from config.sse import MEDIA_TYPE as EVENT_STREAM
-from config.sse import STREAM_HEADERS, EventStreamRenderer, sse
+from common.postgres.base import installed_vector_version
+from common.sse import MEDIA_TYPE as EVENT_STREAM
+from common.sse import STREAM_HEADERS, EventStreamRenderer, sse
 from corpus.embedder import embedder_loaded
 from corpus.models import WriteBack
 from corpus.originals import place

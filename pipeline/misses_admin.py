@@ -19,7 +19,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.admin import CuratedAdmin
 from corpus.models import Chunk, Collection
 from corpus.selectors import chunks_in_scope, collections_curated_by, user_is_curator

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from rest_framework import status
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.selectors import chunks_readable_by, collections_readable_by
 from pipeline.models import Answer, Evidence
 from pipeline.stages import QueryState, pipeline_run

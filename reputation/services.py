@@ -22,8 +22,8 @@ from django.utils import timezone
 from pgvector.django import VectorField
 from rest_framework import status
 
-from config.exceptions import CairnError
-from config.postgres.prepared import fetch_prepared, instance_from_row, returning
+from common.exceptions import CairnError
+from common.postgres.prepared import fetch_prepared, instance_from_row, returning
 from corpus.audit import audit
 from corpus.models import Chunk, WriteBack, WriteBackAsking
 from reputation.models import Credit, Feedback, Reputation
@@ -165,7 +165,7 @@ def feedback_submit(
 ) -> Feedback:
     """Record `user`'s feedback on their answer `response_id` and move the credited chunks'
     counters; a second feedback from the same user replaces the first, effect included.
-    Two prepared statements (config/postgres/prepared.py): the answer's credit with its judge,
+    Two prepared statements (common/postgres/prepared.py): the answer's credit with its judge,
     then the one above."""
     credit = fetch_prepared(_CREDIT, {"response_id": response_id, "user_id": user.pk})
     if credit is None:  # unknown, or someone else's: the same answer, so nothing leaks

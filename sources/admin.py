@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.admin import CuratedAdmin, ReadOnlyAdmin
 from sources.models import SecretGrant, Source, SourceItem, SyncRun
 from sources.selectors import secrets_granted_for

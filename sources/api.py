@@ -9,7 +9,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.api import StrictCharField, StrictSlugField
 from corpus.permissions import IsCurator
 from corpus.selectors import collections_curated_by

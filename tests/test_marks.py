@@ -8,7 +8,7 @@ import uuid
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from pipeline.models import Answer, Evidence
 from pipeline.services import answer_mark
 from reputation.models import Feedback, Reputation

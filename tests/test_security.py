@@ -17,7 +17,7 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 
 from accounts.throttling import hit
-from config.env import parse_rate
+from common.env import parse_rate
 from config.safety import unsafe_start_reasons
 from corpus.models import AuditEvent, Collection
 from tests.conftest import client_for

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import pytest
 from django.conf import settings as django_settings
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.models import Chunk, Document
 from sources.connectors import connector_for
 from sources.connectors.base import ConnectorError

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework import status
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.audit import audit
 from corpus.embedder import get_embedder
 from corpus.models import Chunk, Collection, WriteBack

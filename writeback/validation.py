@@ -45,7 +45,7 @@ from django.db import transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.audit import audit
 from corpus.embedder import get_embedder
 from corpus.models import Chunk, Document, WriteBack

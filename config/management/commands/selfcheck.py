@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.migrations.executor import MigrationExecutor
 
-from config.postgres.base import installed_vector_version
+from common.postgres.base import installed_vector_version
 from config.safety import unsafe_start_reasons
 from config.serving import worker_connections
 

@@ -8,7 +8,7 @@ import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from config.env import calibration_read
+from common.env import calibration_read
 from corpus.audit import audit
 from judges.answer_data import answer_judge_sets
 from judges.calibration import (

@@ -3,7 +3,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from corpus.models import Collection
 from corpus.services import collection_get_or_create
 from sources.connectors.base import host_of

@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from config.exceptions import CairnError
+from common.exceptions import CairnError
 from sources.models import Source, SyncRun
 from sources.services import source_sync
 

@@ -2,7 +2,7 @@
 
 1. With no DATABASE_URL, start (or join) the embedded server on first connection, so commands
    that never touch the database (`check`, `help`) never start it; `dbshell` reaches it too
-   (config/postgres/client.py).
+   (common/postgres/client.py).
 2. Fail on the first connection, with a message that says how to fix it, when the server has
    no pgvector: every later error would be more confusing.
 """
@@ -11,8 +11,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.postgresql import base
 
-from config.embedded_db import embedded_socket_dir
-from config.postgres.client import DatabaseClient
+from common.embedded_db import embedded_socket_dir
+from common.postgres.client import DatabaseClient
 
 MISSING_VECTOR = (
     "The PostgreSQL server at {where} has no 'vector' extension available. Cairn needs pgvector "
@@ -41,7 +41,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
             params["host"] = embedded_socket_dir(settings.CAIRN_DATA_DIR, settings.DATABASES["default"]["NAME"])
         # pgvector settings travel in the start-up packet: no extra round trip per query. Postgres
         # keeps them as placeholders until the extension library loads, then applies them.
-        # plan_cache_mode reaches only statements prepared on purpose (config/postgres/prepared.py):
+        # plan_cache_mode reaches only statements prepared on purpose (common/postgres/prepared.py):
         # the ORM's cursors bind client-side and never prepare.
         gucs = {
             "hnsw.ef_search": settings.CAIRN_HNSW_EF_SEARCH,

