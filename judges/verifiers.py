@@ -308,6 +308,16 @@ def get_answer_judge() -> RelevanceModel:
     return _loaded(CrossEncoderAnswerJudge, settings.CAIRN_ANSWER_MODEL)
 
 
+def verifiers_loaded() -> bool:
+    """Whether this process has loaded the three judges the request path reads with."""
+    wanted = {
+        (CrossEncoderEntailment, str(settings.CAIRN_NLI_MODEL)),
+        (CrossEncoderRelevance, str(settings.CAIRN_RELEVANCE_MODEL)),
+        (CrossEncoderAnswerJudge, str(settings.CAIRN_ANSWER_MODEL)),
+    }
+    return wanted <= _instances.keys()
+
+
 def verifiers_warm_in_background() -> None:
     """Load the verifiers and the answer judge in a daemon thread and run one pair each, so a web process's first
     question does not pay for loading them. A missing model is reported by the first question."""

@@ -24,6 +24,7 @@ from corpus.embedder import embedder_loaded
 from corpus.models import WriteBack
 from corpus.originals import place
 from corpus.permissions import IsCurator
+from judges.verifiers import verifiers_loaded
 from pipeline.models import Answer, Evidence
 from pipeline.selectors import answer_get, writeback_list, writebacks_curated_by
 from pipeline.services import answer_mark, query_state
@@ -327,6 +328,39 @@ class HealthOutputSerializer(serializers.Serializer):
     vector_extension = serializers.ChoiceField(choices=["up", "down"])
     embedder = serializers.ChoiceField(choices=["up", "loading"], help_text="Loaded in this process, or not yet.")
     details = serializers.DictField(required=False, help_text="Staff only: versions and the database error.")
+
+
+class ReadyOutputSerializer(serializers.Serializer):
+    ready = serializers.BooleanField()
+    waiting_for = serializers.ListField(
+        child=serializers.ChoiceField(choices=["database", "embedder", "verifiers"]),
+        help_text="What is not up yet: the database (or its vector extension), the embedder, the judges.",
+    )
+
+
+class ReadyApi(APIView):
+    """Readiness, for a load balancer or an orchestrator: 200 once this process can answer at full
+    speed (the database up and the models loaded), 503 until then. A web process loads the models
+    in the background after it starts (CAIRN_WARM_MODELS); a question asked before that waits for
+    them, about five times as long as the next. Health (/api/v1/health) says whether it is alive."""
+
+    permission_classes = [AllowAny]
+    throttle_classes = []
+
+    @extend_schema(responses={200: ReadyOutputSerializer, 503: ReadyOutputSerializer})
+    def get(self, request):
+        waiting = []
+        try:
+            if installed_vector_version() is None:
+                waiting.append("database")
+        except Exception:  # noqa: BLE001 - readiness reports any database failure, never raises
+            waiting.append("database")
+        if not embedder_loaded():
+            waiting.append("embedder")
+        if not verifiers_loaded():
+            waiting.append("verifiers")
+        body = {"ready": not waiting, "waiting_for": waiting}
+        return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE if waiting else status.HTTP_200_OK)
 
 
 class HealthApi(APIView):

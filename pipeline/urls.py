@@ -10,4 +10,5 @@ urlpatterns = [
     path("writebacks/<int:writeback_id>/approve", api.WriteBackApproveApi.as_view(), name="writeback-approve"),
     path("writebacks/<int:writeback_id>/reject", api.WriteBackRejectApi.as_view(), name="writeback-reject"),
     path("health", api.HealthApi.as_view(), name="health"),
+    path("ready", api.ReadyApi.as_view(), name="ready"),
 ]

@@ -219,3 +219,18 @@ def test_nul_characters_in_metadata_are_dropped(bob):
     response = client_for(bob).post("/api/v1/documents", payload, format="json")
     assert response.status_code == 201, response.content
     assert Document.objects.get(source="api:Meta").metadata == {"k": "v"}
+
+
+def test_ready_says_what_it_waits_for_until_the_models_are_loaded(client, monkeypatch):
+    from corpus import embedder
+    from judges import verifiers
+
+    monkeypatch.setattr(verifiers, "_instances", {})
+    monkeypatch.setattr(embedder, "_instance", None)
+    response = client.get("/api/v1/ready")
+    assert response.status_code == 503
+    assert response.json() == {"ready": False, "waiting_for": ["embedder", "verifiers"]}
+    embedder.get_embedder()
+    verifiers.get_relevance_model(), verifiers.get_entailment_model(), verifiers.get_answer_judge()
+    response = client.get("/api/v1/ready")
+    assert response.status_code == 200 and response.json() == {"ready": True, "waiting_for": []}

@@ -11,7 +11,9 @@ import pytest
 
 # Run where the directory can be: python-ldap (requirements-ldap.txt, built against OpenLDAP's
 # headers) and Debian's slapd, both of which .ci/run installs.
-pytest.importorskip("ldap", reason="python-ldap is not installed (requirements-ldap.txt)")
+pytest.importorskip(
+    "ldap", reason="python-ldap is not installed: apt-get install libldap2-dev libsasl2-dev, then make venv"
+)
 if not (shutil.which("slapd") or Path("/usr/sbin/slapd").exists()):
     pytest.skip("slapd is not installed (apt-get install slapd ldap-utils)", allow_module_level=True)
 from django.contrib.auth.models import User

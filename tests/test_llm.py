@@ -54,6 +54,11 @@ def asked(user, question: str, **payload) -> dict:
     return response.json()
 
 
+def completions_served(server) -> int:
+    """How many chat completions the llama.cpp server has answered (its access log)."""
+    return server.log.read_text(errors="replace").count('"POST /v1/chat/completions HTTP/1.1" 200')
+
+
 def test_a_streamed_answer_from_the_real_model_passes_the_gate_sentence_by_sentence(charlie, smollm2):
     with on(smollm2):
         response = client_for(charlie).post(
@@ -87,7 +92,7 @@ INVENTED = {
 
 
 def test_what_the_model_made_up_never_reaches_the_reader(charlie, smollm2):
-    left_out = 0
+    left_out, before = 0, completions_served(smollm2)
     with on(smollm2):
         for question, invention in INVENTED.items():
             body = asked(charlie, question)
@@ -101,9 +106,11 @@ def test_what_the_model_made_up_never_reaches_the_reader(charlie, smollm2):
                 count = len(written)
                 assert any(note.startswith(f"{count} sentence") and "left out" in note for note in body["notes"])
     assert left_out >= 2  # the gate had something to do: these answers are not all clean
+    assert completions_served(smollm2) - before >= len(INVENTED)  # each answer was the model's to check
 
 
 def test_deep_mode_runs_its_loop_on_the_openai_compatible_server(charlie, smollm2):
+    before = completions_served(smollm2)
     with on(smollm2, CAIRN_LLM="openai", CAIRN_DEEP_MAX_ITERATIONS=1):
         response = client_for(charlie).post(
             "/api/v1/query", {"question": "who got the first nobel prize in physics", "mode": "deep"}, format="json"
@@ -113,6 +120,7 @@ def test_deep_mode_runs_its_loop_on_the_openai_compatible_server(charlie, smollm
     # The loop ran on SmolLM2 (the iterations count is set only once its two answers came back),
     # and what it wrote passed the gate or gave way to the extractive answer.
     assert body["mode"] == "deep" and body["iterations"] is not None
+    assert completions_served(smollm2) - before >= 2  # the model wrote (at least) the loop's two answers
     assert body["generator"] in ("openai", "extractive")
     assert all(s["verdict"] != SHOWN or s["sentence"] in body["answer"] for s in body["sentences"])
     assert "<<<" not in body["answer"]

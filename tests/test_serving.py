@@ -522,6 +522,7 @@ def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(se
     from playwright.sync_api import sync_playwright
 
     from tests.llama_server import CONTEXT, LlamaServer
+    from tests.test_llm import completions_served
 
     shots = SCREENSHOTS / request.node.name
     shutil.rmtree(shots, ignore_errors=True)
@@ -529,7 +530,7 @@ def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(se
     manage("reader", "fern", "--password-stdin", input="moss-cedar-harbour-52\n")
     errors = []
     with (
-        LlamaServer() as llm,
+        LlamaServer(log=shots / "llama.log") as llm,
         served(CAIRN_GENERATOR="openai", CAIRN_OPENAI_BASE_URL=llm.url, CAIRN_OPENAI_MODEL=llm.model,
                CAIRN_OPENAI_CONTEXT=str(CONTEXT)) as base,
         sync_playwright() as playwright,
@@ -539,7 +540,7 @@ def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(se
         page.add_init_script(WATCH)
         page.on("pageerror", lambda e: errors.append(str(e)))
         sign_in(page, base, "fern", "moss-cedar-harbour-52")
-        for question in ("when does the cafeteria open", "where do visitors park"):
+        for asked, question in enumerate(("when does the cafeteria open", "where do visitors park"), start=1):
             page.fill("#question", question)
             page.select_option("#mode", "standard")
             page.click("#ask-button")
@@ -563,6 +564,7 @@ def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(se
                 assert headline == "Not in the knowledge base", headline
             written_by = re.search(r"Written by\s+(\w+)", details).group(1)
             assert written_by in ("openai", "extractive")
+            assert completions_served(llm) >= asked  # the model wrote this answer, whoever's was shown
             checked = page.inner_text("#checked") if page.is_visible("#checked") else ""
             if written_by == "extractive":  # the gate withheld the model's answer: said so
                 assert checked.startswith("The model's answer was not supported") and "Left out" in details
