@@ -126,9 +126,26 @@ def roc_auc(positives, negatives) -> float:
     )
 
 
+def code_version() -> str:
+    """The commit the code measured is at, "-dirty" when tracked files differ from it ("unknown"
+    outside a git checkout): with the date, what a figure can be re-run from."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+                                text=True, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=root).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{commit}-dirty" if dirty else commit
+
+
 def write_result(name: str, result: dict) -> Path:
+    """results/NAME.json: `result` with when it was measured, on which commit and how many cores."""
     RESULTS.mkdir(parents=True, exist_ok=True)
-    result = {"measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu_count": os.cpu_count(), **result}
+    stamp = {"measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": code_version(), "cpu_count": os.cpu_count()}
+    result = stamp | result
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path

@@ -45,7 +45,7 @@ import time
 import unicodedata
 from pathlib import Path
 
-from _common import RESULTS, ROOT, django_setup, has_gold, write_result
+from _common import RESULTS, ROOT, code_version, django_setup, has_gold, write_result
 
 DOCS = Path(os.environ.get("CAIRN_RUST_DOCS", "/usr/share/doc/rust-doc/html"))
 SET = ROOT / "benchmarks" / "rust_docs"
@@ -411,7 +411,10 @@ def main() -> None:
     for kind in kinds:
         measured = {"ingest": ingest(kind, folders[kind], question_pages if kind == "scan" else names,
                                      fresh=args.fresh)}  # fmt: skip
-        result["formats"][kind] = measured
+        result["formats"][kind] = measured | {
+            "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "commit": code_version(),
+        }
     reference = chunks_by_page("html")
     for kind in kinds:
         measured = result["formats"][kind]
@@ -423,9 +426,12 @@ def main() -> None:
             measured["answers"] = ask_all(kind, asked)
         elif "answers" in previous.get(kind, {}):
             measured["answers"] = previous[kind]["answers"] | {"from_an_earlier_run": True}
-    # Formats not measured in this run keep their figures from the last run that measured them.
+    # Formats not measured in this run keep their figures from the last run that measured them, with
+    # that run's date and commit (the file's own are this run's) and a flag saying so.
     result["formats"] = {
-        k: result["formats"].get(k) or previous[k] for k in FORMATS if k in result["formats"] or k in previous
+        k: result["formats"].get(k) or previous[k] | {"from_an_earlier_run": True}
+        for k in FORMATS
+        if k in result["formats"] or k in previous
     }
     print(write_result("formats", result))
     summary = {k: {"fidelity": v.get("fidelity", {}).get("share"), "sections": v.get("fidelity", {}).get("same_section_share"),

@@ -1,4 +1,4 @@
-"""The reputation layer's gates (seed 004) replayed through Cairn's real services and database.
+"""The reputation layer's gates (the Retrieval Reputation Layer) replayed through Cairn's real services and database.
 
     .venv/bin/python benchmarks/reputation.py [--seeds 10] [--seeds-b 30] [--steps 200] [--only a b c syc tp]
 

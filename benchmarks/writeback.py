@@ -1,4 +1,4 @@
-"""Write-back, the Bidirectional-RAG paper's Table I (seed 000, sections V-VI), through Cairn's own
+"""Write-back, the Bidirectional-RAG paper's Table I (sections V-VI), through Cairn's own
 services and database: Standard RAG, Naive write-back and Cairn's validated write-back side by side.
 
     .venv/bin/python benchmarks/writeback.py [--stream 400] [--test 100] [--seeds 42 43 44]

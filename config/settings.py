@@ -366,7 +366,7 @@ CAIRN_DEEP_MAX_ITERATIONS = env_int("CAIRN_DEEP_MAX_ITERATIONS", 5, minimum=0)
 CAIRN_DEEP_KEEP = env_int("CAIRN_DEEP_KEEP", 8, minimum=1)  # evidence kept between iterations
 CAIRN_CURATORS_GROUP = env_str("CAIRN_CURATORS_GROUP", "curators")
 
-# --- Reputation (seed 004): per-chunk Beta counters learned from feedback ---------------------
+# --- Reputation (the Retrieval Reputation Layer): per-chunk Beta counters learned from feedback ---------------------
 CAIRN_REPUTATION_GAMMA = env_float("CAIRN_REPUTATION_GAMMA", 0.95, minimum=0.0, maximum=1.0)  # per unit
 CAIRN_REPUTATION_DECAY_UNIT = env_float("CAIRN_REPUTATION_DECAY_UNIT", 86400.0, minimum=0.001)  # seconds
 # `verifier` feedback is ground truth: it overrides every reader's signal and the liar guard, so it
@@ -383,7 +383,7 @@ CAIRN_RANK_AFFINITY = env_floats("CAIRN_RANK_AFFINITY", [0.3, 0.6], length=2)
 if not CAIRN_RANK_AFFINITY[0] < CAIRN_RANK_AFFINITY[1]:
     raise ImproperlyConfigured(f"CAIRN_RANK_AFFINITY: lo must be below hi, got {CAIRN_RANK_AFFINITY}")
 
-# --- The backward path: validated write-back and the experience store (seed 000) -------------
+# --- The backward path: validated write-back and the experience store (Bidirectional RAG) -------------
 # Grounding shares CAIRN_GROUNDING_THRESHOLD (calibrated by calibrate_gate, else 0.65).
 CAIRN_WRITEBACK = env_bool("CAIRN_WRITEBACK", True)  # propose answers as corpus additions at all
 CAIRN_ATTRIBUTION_THRESHOLD = env_float("CAIRN_ATTRIBUTION_THRESHOLD", 1.0, minimum=0.0, maximum=1.0)
@@ -412,9 +412,8 @@ CAIRN_MISS_MIN_ASKERS = env_int("CAIRN_MISS_MIN_ASKERS", 3, minimum=1)
 CAIRN_MISS_REASKED_MINUTES = env_int("CAIRN_MISS_REASKED_MINUTES", 10, minimum=0)
 # A collection's confidence adapts to the answers its lessons settled once there are this many
 # (pipeline/adaptation.py); fewer move nothing. The fitted shift is always kept for curators to see,
-# but used by answers only with CAIRN_ADAPT_CONFIDENCE: on the nine manuals (benchmarks/teaching.py,
-# 2026-12-06) it passed its held-out check on four, and left untaught questions' gold stated where it
-# was (17.5% on the mean) while one more unanswerable question was answered.
+# but used by answers only with CAIRN_ADAPT_CONFIDENCE: on the nine manuals it did not raise untaught
+# questions' gold stated (benchmarks/teaching.py; figures in benchmarks/HISTORY.md).
 CAIRN_ADAPT_MIN_ANSWERS = env_int("CAIRN_ADAPT_MIN_ANSWERS", 8, minimum=2)
 CAIRN_ADAPT_CONFIDENCE = env_bool("CAIRN_ADAPT_CONFIDENCE", False)
 # `manage.py evaluate` fails when a rate falls more than these points below the previous run's.

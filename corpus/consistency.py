@@ -1,6 +1,6 @@
 """Internal consistency of a chunk: can it be read on its own, as a whole, and is it content?
 
-The verification gate's S_cons (seed 002). It depends on the chunk alone, so it is computed once
+The verification gate's S_cons (VG-RAG). It depends on the chunk alone, so it is computed once
 at ingestion and stored on the chunk, never at query time. A documented scoring, not a model:
 start from 1 and subtract a penalty for each defect found, floor 0.
 

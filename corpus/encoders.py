@@ -28,9 +28,8 @@ import numpy as np
 from django.conf import settings
 
 OPSET = 17  # LayerNormalization is an operator from 17 on
-# Input lengths are padded to a multiple of this (OpenVinoBert.features). Measured on a manual's
-# pairs (2026-12-06): the first pass over new shapes 5.4 s unbucketed against 3.6 s, steady
-# passes alike; an AMX tile holds 16 rows.
+# Input lengths are padded to a multiple of this (OpenVinoBert.features): fewer shapes to compile
+# kernels for, and an AMX tile holds 16 rows (measured: benchmarks/HISTORY.md, "Model runtime").
 LENGTH_BUCKET = 16
 FORMAT = 2  # bump when the graph written here changes, so cached graphs are rebuilt
 

@@ -188,7 +188,7 @@ class Chunk(models.Model):
 
 
 class WriteBack(models.Model):
-    """An answer proposed as a corpus addition (seed 000): validated in the background, reviewed by
+    """An answer proposed as a corpus addition (Bidirectional RAG): validated in the background, reviewed by
     curators (or auto-published by policy), published as a GENERATED document linked to the
     documents it rests on, and retracted with them."""
 

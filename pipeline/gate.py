@@ -1,4 +1,4 @@
-"""The verification gate (seed 002, VG-RAG) and the CRAG action (seed 003).
+"""The verification gate (VG-RAG) and the CRAG action (CRAG).
 
 Every piece of evidence, a retrieved chunk or an external passage, becomes a `Candidate` and gets
 a trust score before anything is generated from it:

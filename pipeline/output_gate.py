@@ -77,8 +77,8 @@ def cited_text(sentence: str, cited: list[int]) -> str:
     return body + "".join(f" [{n}]" for n in cited) + stop
 
 
-# Chosen on the demo questions with SmolLM2 (2026-11-26): sentences SmolLM2 copied or condensed from
-# their passage held 1.0 of their words there; the two invented ones the NLI model passed, 0.2 and 0.71.
+# The share of a claim's words its passage must hold: a copied or condensed sentence holds all of
+# them, an invented one that the NLI model passes far fewer (how it was chosen: benchmarks/HISTORY.md).
 WORDS_FOUND = 0.75
 
 # Capitalised words and figures: the names, dates and amounts a sentence states.

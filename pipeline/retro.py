@@ -1,4 +1,4 @@
-"""The retroactive loop (seed 001, RetroRAG): deep mode, on either LLM (Ollama or an OpenAI-compatible server).
+"""The retroactive loop (RetroRAG): deep mode, on either LLM (Ollama or an OpenAI-compatible server).
 
 Answer twice (temperature 0 and 1) and measure how much the two agree (NLI entailment both
 ways, averaged). While they disagree (below CAIRN_DEEP_AGREEMENT) and iterations remain

@@ -1,12 +1,10 @@
 """OpenDocument text, spreadsheets and presentations (.odt, .ods, .odp) as block text: the same
 sections, lists, tables, slides and sheets the Office readers write (readers.office).
 
-Read from the package's content.xml and meta.xml with defusedxml's ElementTree, not with odfpy.
-Both were tried (2026-11-26) on a LibreOffice-saved 20,000-row spreadsheet: odfpy's load took
-3.6 s, as it builds its own object for every element of every part (styles, settings, each
-picture read into memory), and its tree still has to be walked by hand for headings' outline
-levels, lists, repeated cells and notes; defusedxml's parse of content.xml alone took 0.8 s and
-keeps the same structure. defusedxml refuses entity declarations (a "billion laughs" part) and
+Read from the package's content.xml and meta.xml with defusedxml's ElementTree, not with odfpy,
+which builds an object for every element of every part (styles, settings, each picture read into
+memory) and still leaves its tree to be walked by hand (the two compared: benchmarks/HISTORY.md).
+defusedxml refuses entity declarations (a "billion laughs" part) and
 external entities. zip_problem (readers.office) has checked the package's directory, its mimetype
 entry and its manifest (a password-protected package is refused) before anything here runs.
 

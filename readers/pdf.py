@@ -3,7 +3,7 @@ the running headers, footers and page numbers printed on every page; scanned pag
 
 The text layer is read with PDFium (pypdfium2): each character with its box, font and size from
 its text page, joined into words, and the straight strokes the page draws. PDFium reads a page in C,
-a fifth of the time pdfminer's Python interpreter took (2026-11-26), with the same words. Each page
+in a fifth of pdfminer's time with the same words (benchmarks/HISTORY.md). Each page
 becomes block text (readers.blocks.parse_blocks) after a location marker (readers.locations.page).
 The steps, for each page:
 
@@ -340,7 +340,7 @@ _READ_AS = {"\x02": "-"} | dict.fromkeys("\uf0b7\uf0a7\uf0a8\uf0d8\uf076\uf0fc\u
 def _words(page, left: float, top: float) -> list[dict]:
     """The page's words from PDFium's text page: characters joined while they stand close on one
     line in one font and size, split at spaces and line ends, with pdfplumber's keys (text, x0, x1,
-    top, bottom, size, fontname). Three C calls a character: a fifth of pdfminer's time (2026-11-26).
+    top, bottom, size, fontname). Three C calls a character.
     PDFium's text page already reads text drawn twice in one place (overprinted to look bold) once,
     and splits a ligature into its letters, each with the ligature's box: no character here is
     dropped for standing where another stands."""
@@ -719,7 +719,7 @@ class _Ocr:
             image, scale = self._render(number)
         pytesseract.pytesseract.tesseract_cmd = self.command
         # One thread: Tesseract's OpenMP threads spin against each other and the embedder's on a
-        # small machine (a dense page took 13 s on 2 busy cores, 2.6 s single-threaded, 2026-11-26).
+        # small machine (a dense page five times slower on two busy cores: benchmarks/HISTORY.md).
         # pytesseract runs it with its module's `environ`: only what Tesseract needs, nothing of
         # this process's settings or secrets (it reads hostile images).
         pytesseract.pytesseract.environ = {

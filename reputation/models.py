@@ -1,5 +1,5 @@
 """What has proved useful: per-chunk Beta counters, the credit each answer gave each chunk, and
-the feedback that moved them (seed 004; the statistics are in reputation/scoring.py)."""
+the feedback that moved them (the Retrieval Reputation Layer; the statistics are in reputation/scoring.py)."""
 
 from django.conf import settings
 from django.db import models

@@ -1,4 +1,4 @@
-"""Ranking with reputation (seed 004): re-order what retrieval found, never widen it.
+"""Ranking with reputation (the Retrieval Reputation Layer): re-order what retrieval found, never widen it.
 
     score(i) = w_sim·sim(i) + w_c·C(i) + w_p·P(i)                     exploitation
              + w_e·sim(i)·(ThompsonSample(Beta(alpha, beta)) + rarity)  exploration, when enabled
@@ -13,7 +13,7 @@ g = clip((affinity - lo) / (hi - lo), 0, 1) (CAIRN_RANK_AFFINITY, default 0.3 ..
 being the cosine between the question and the sum of the questions the chunk was credited for.
 With recurring questions (paraphrases: cosine 0.9+) the record counts in full; with a question
 unlike any it served (unrelated MiniLM questions: 99% below 0.27) it counts for nothing, so
-reputation cannot cost a new question what retrieval would have found (seed 004's Gate C). RRF is
+reputation cannot cost a new question what retrieval would have found (the Retrieval Reputation Layer's Gate C). RRF is
 flat (fused/best 1.00 .. 0.94 over five places), so any record that counts re-orders: this is
 what keeps an unrelated record from doing so.
 

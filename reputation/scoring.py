@@ -1,4 +1,4 @@
-"""The statistics of reputation (seed 004, the Retrieval Reputation Layer), as pure functions.
+"""The statistics of reputation (the Retrieval Reputation Layer), as pure functions.
 
 - Outcome y in [0, 1] from the feedback signals: a verifier (external ground truth) overrides the
   rest; otherwise the weighted mean of behaviour (0.45), judge (0.15) and thumbs (0.10) over the

@@ -1,4 +1,4 @@
-"""Reputation (seed 004): the statistics, the one-statement update on the real Postgres under
+"""Reputation (the Retrieval Reputation Layer): the statistics, the one-statement update on the real Postgres under
 concurrency, feedback through the API, and ranking by what has proved useful."""
 
 import threading

@@ -1,4 +1,4 @@
-"""The backward path (seed 000): validated write-back, curator review, provenance and retraction,
+"""The backward path (Bidirectional RAG): validated write-back, curator review, provenance and retraction,
 the experience store, the audit trail. Real database, real models, django-q2 in sync mode (a real
 worker process in test_worker.py); Ollama is a loopback server speaking its protocol."""
 

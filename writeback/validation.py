@@ -1,4 +1,4 @@
-"""The acceptance layer (seed 000, Bidirectional RAG): may this answer become a corpus addition?
+"""The acceptance layer (Bidirectional RAG): may this answer become a corpus addition?
 
 Runs in the background (writeback/tasks.py) on the write-back the answer proposed, and again,
 synchronously, when a curator edits one. Three checks, thresholds in settings:
@@ -17,13 +17,10 @@ synchronously, when a curator edits one. Three checks, thresholds in settings:
 - relevance: does the answer state an answer to its question? The answer judge's best score over
   the answer's sentences (and, for an answer drawn from several sources, over it whole;
   CAIRN_ANSWER_THRESHOLD): a grounded answer to another question (an extractive answer that
-  quotes the wrong sentence) must not be written back as this one's. It replaced the relevance
-  evaluator on the whole answer, which rejected right answers padded with context ("...between
-  1881 and 1885..." for when the railway was built: 0.068) and, on the NQ write-back candidates
-  that pass the other checks, let 19% wrong ones through against the judge's 12% (counted per
-  run in benchmarks/results/writeback.json of 2026-11-23; over distinct candidates,
-  answer_judges.py: 18.3% wrong without either check, 15.8% with the judge). Not judged for an
-  answer made only of fragments (see answer_relevance).
+  quotes the wrong sentence) must not be written back as this one's. The relevance evaluator on the
+  whole answer, which it replaced, rejected right answers padded with context and let more wrong
+  ones through (benchmarks/HISTORY.md). Not judged for an answer made only of fragments (see
+  answer_relevance).
 
 And the loop guard: some sentence must be entailed (at the grounding threshold) by a SOURCE
 document; an answer that rests only on earlier write-backs is refused. The cap on generated
