@@ -220,6 +220,10 @@ class WriteBack(models.Model):
     evidence_documents = models.ManyToManyField(
         Document, blank=True, related_name="supported_writebacks", help_text="Lineage: what it rests on."
     )
+    gate_claims = models.JSONField(
+        default=dict, blank=True,
+        help_text="The output gate's entailment of each claim it showed, by evidence number: validation reuses it.",
+    )  # fmt: skip
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING_VALIDATION)
     grounding = models.FloatField(null=True, blank=True)
     attribution = models.FloatField(null=True, blank=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from corpus.audit import audit
@@ -80,9 +80,14 @@ def collection_get_or_create(
 
 
 def curators_group_ensure() -> Group:
-    """Create the curators group with the corpus admin permissions it needs (idempotent)."""
+    """Create the curators group with the admin permissions it needs (idempotent): the store's,
+    the answers', reputation's, the sources', and of the writeback app only the experience store
+    (critiques and the experience log; its lessons, gaps and marks are decided by user_is_curator)."""
     group, _ = Group.objects.get_or_create(name=settings.CAIRN_CURATORS_GROUP)
-    permissions = Permission.objects.filter(content_type__app_label__in=["corpus", "pipeline", "reputation", "sources"])
+    permissions = Permission.objects.filter(
+        Q(content_type__app_label__in=["corpus", "pipeline", "reputation", "sources"])
+        | Q(content_type__app_label="writeback", content_type__model__in=["critique", "experiencelog"])
+    )
     group.permissions.add(*permissions)
     return group
 

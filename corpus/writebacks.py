@@ -35,13 +35,15 @@ def writeback_propose(
     evidence: list[dict],
     collection_id: int,
     question_embedding=None,
+    gate_claims: dict | None = None,
 ) -> tuple[WriteBack, bool]:
     """(the candidate, whether it is new). Written in the answer's own transaction, so no answer's
     candidate is lost between the response and the worker. The same question asked again or reworded
     (question cosine >= CAIRN_WRITEBACK_SAME_QUESTION) and answered the same (citations and spacing
     aside) is merged into the existing candidate: it counts the asking instead of becoming a
     duplicate for curators to review and validation to reject again. A different answer to the same
-    question is a candidate of its own, shown beside its siblings (same_question_candidates)."""
+    question is a candidate of its own, shown beside its siblings (same_question_candidates).
+    `gate_claims`: what the output gate scored ({claim: {n: entailment}}), handed to validation."""
     with transaction.atomic():
         if question_embedding is not None:
             for existing in same_question_candidates(question_embedding, collection_id=collection_id, lock=True):
@@ -54,7 +56,7 @@ def writeback_propose(
                     return existing, False
         writeback = WriteBack.objects.create(
             response_id=response_id, asked_by=asked_by, question=question, answer=answer, evidence=evidence,
-            collection_id=collection_id, question_embedding=question_embedding,
+            collection_id=collection_id, question_embedding=question_embedding, gate_claims=gate_claims or {},
         )  # fmt: skip
         WriteBackAsking.objects.create(
             writeback=writeback, response_id=response_id, question=question, asked_by=asked_by

@@ -10,8 +10,9 @@ from django.utils.safestring import mark_safe
 from common.exceptions import CairnError
 from corpus.admin import CuratedAdmin
 from corpus.models import WriteBack
-from pipeline.models import Answer, Critique, Evidence, ExperienceLog
+from pipeline.models import Answer, Evidence
 from pipeline.selectors import answers_curated_by, critiques_curated_by, writeback_siblings, writebacks_curated_by
+from writeback.models import Critique, ExperienceLog
 from writeback.review import writeback_approve, writeback_dismiss
 
 

@@ -3,8 +3,8 @@ decide: lessons, gaps and the readers' marks, each scoped to the collections the
 
 Every decision is a POST that calls one service of writeback.lessons (each audits itself, and
 refuses a collection the curator does not curate); nothing here edits a row directly. The curators
-group holds no permissions of the writeback app (corpus.services.curators_group_ensure): who may
-see these pages is user_is_curator, what they see is collections_curated_by."""
+group holds none of these models' permissions (corpus.services.curators_group_ensure): who may see
+these pages is user_is_curator, what they see is collections_curated_by."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
-"""What was asked and answered, with every piece of evidence weighed, and why; and the experience
-store: how past answers fared in validation and review, and the critiques that steer later ones."""
+"""What was asked and answered, with every piece of evidence weighed, and why. (How past answers
+fared in validation and review, and the critiques that steer later ones, are writeback's.)"""
 
 import uuid
 
 from django.conf import settings
 from django.db import models
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
-from corpus.models import EMBEDDING_DIM, Chunk, Collection, WriteBack
+from corpus.models import EMBEDDING_DIM, Chunk, Collection
 from corpus.originals import place
 
 
@@ -124,54 +124,6 @@ class Evidence(models.Model):
 
     def __str__(self) -> str:
         return f"{self.answer_id}#{self.n}"
-
-
-class ExperienceLog(models.Model):
-    """One validated answer, accepted or not, with its scores: the record the experience store keeps."""
-
-    writeback = models.OneToOneField(WriteBack, on_delete=models.CASCADE, related_name="experience")
-    question = models.TextField()
-    accepted = models.BooleanField(help_text="Passed validation (PENDING_REVIEW or published).")
-    scores = models.JSONField(default=dict)
-    embedding = VectorField(dimensions=EMBEDDING_DIM)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"{'accepted' if self.accepted else 'rejected'}: {self.question[:60]}"
-
-
-class Critique(models.Model):
-    """Why an answer was rejected, by the validator or a curator. Critiques of answers to similar
-    questions are passed to the generator as warnings, to readers of all of `collections` only."""
-
-    class Source(models.TextChoices):
-        VALIDATION = "validation"
-        CURATOR = "curator"
-
-    writeback = models.ForeignKey(WriteBack, null=True, on_delete=models.SET_NULL, related_name="critiques")
-    source = models.CharField(max_length=12, choices=Source.choices)
-    question = models.TextField()
-    text = models.TextField(help_text="The warning, in words, as the generator receives it.")
-    checks = models.JSONField(default=list, help_text="Machine-readable: the failed checks and their details.")
-    collections = models.ManyToManyField(Collection, blank=True, related_name="+")
-    warns = models.BooleanField(default=True, help_text="Passed to generators (a duplicate alone teaches nothing).")
-    embedding = VectorField(dimensions=EMBEDDING_DIM, help_text="Of the question: similar questions find it.")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-        indexes = [
-            HnswIndex(
-                name="critique_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            )
-        ]  # fmt: skip
-
-    def __str__(self) -> str:
-        return f"{self.source}: {self.text[:80]}"
 
 
 class EvaluationRun(models.Model):

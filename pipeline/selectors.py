@@ -10,8 +10,9 @@ from pgvector.django import CosineDistance
 from corpus.models import Collection, WriteBack
 from corpus.selectors import collections_curated_by, collections_readable_by, user_is_curator, writebacks_within
 from corpus.writebacks import same_question_candidates
-from pipeline.models import Answer, Critique, Evidence
+from pipeline.models import Answer, Evidence
 from reputation.models import Feedback
+from writeback.models import Critique
 
 
 def answers_curated_by(*, user: AbstractBaseUser) -> QuerySet[Answer]:

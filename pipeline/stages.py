@@ -444,9 +444,12 @@ def propose(state: QueryState):
         for c in state.verified
         if c.origin == "corpus" and c.hit is not None
     ]
+    # What the output gate scored, so that validation does not score the same claims again.
+    shown = [s for s in state.record.sentences or [] if s.get("verdict") == "shown"]
     return writeback_propose(
         response_id=state.record.response_id, asked_by=state.user, question=state.question, answer=generation.text,
         evidence=evidence, collection_id=best.hit.collection_id, question_embedding=state.query_vector,
+        gate_claims={s["claim"]: s.get("scores", {}) for s in shown},
     )  # fmt: skip
 
 

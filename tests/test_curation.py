@@ -190,8 +190,8 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
     (who also reads it) and the superuser get through, and they get through everywhere; bob, who
     curates the public handbook beside it, nowhere (sibling answers, an answer whose chunks were
     replaced). Through the `never` surfaces no one gets through."""
-    from pipeline.models import Critique
     from reputation.models import Reputation
+    from writeback.models import Critique
 
     root = User.objects.create_superuser("root", password="root-pw")
     user = {"alice": alice, "charlie": charlie, "bob": bob, "dana": dana, "root": root}[persona]
@@ -259,7 +259,7 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
             "/admin/corpus/chunk/?q=salary",
             "/admin/corpus/writeback/?q=salary",
             "/admin/pipeline/answer/?q=salary",
-            "/admin/pipeline/critique/?q=salary",
+            "/admin/writeback/critique/?q=salary",
             "/admin/reputation/reputation/?q=salary",
             "/admin/reputation/documentreputation/?q=salary",
             "/admin/corpus/upload/?q=salary",
@@ -275,7 +275,7 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
             f"/admin/corpus/collection/{hr.id}/change/",
             f"/admin/corpus/writeback/{writeback.id}/change/",
             f"/admin/pipeline/answer/{answer.id}/change/",
-            f"/admin/pipeline/critique/{critique.id}/change/",
+            f"/admin/writeback/critique/{critique.id}/change/",
             f"/admin/reputation/reputation/{chunk.id}/change/",
         )  # fmt: skip
     }

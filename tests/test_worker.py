@@ -29,10 +29,10 @@ from django_q.models import OrmQ, Task
 from corpus.models import AuditEvent, Chunk, Collection, Document, Upload, WriteBack
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
 from corpus.writebacks import writeback_propose
-from pipeline.models import Critique, ExperienceLog
 from readers.extract import ExtractedDocument
 from tests.conftest import client_for
 from tests.threads import committed
+from writeback.models import Critique, ExperienceLog
 from writeback.tasks import writeback_validate_enqueue
 
 pytestmark = [

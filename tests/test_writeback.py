@@ -17,11 +17,11 @@ from corpus.services import collection_get_or_create, documents_ingest
 from corpus.writebacks import writeback_propose, writeback_publish
 from judges.grounding import answer_sentences
 from judges.nli_data import read_jsonl
-from pipeline.models import Critique, ExperienceLog
 from pipeline.services import question_answer
 from readers.extract import ExtractedDocument
 from tests import loopback
 from tests.conftest import client_for
+from writeback.models import Critique, ExperienceLog
 from writeback.validation import proposed_text, validate, writeback_validate
 
 AURORA = [

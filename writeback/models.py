@@ -1,6 +1,8 @@
-"""Learning from misses: a reader's mark of where the answer was, and the curators' decisions on
-what went unanswered: lessons (a question and the sentence of a passage that answers it) and gaps
-(a question the collection does not cover yet).
+"""The backward path's records. The experience store: how each validated answer fared
+(ExperienceLog) and why rejected ones were rejected (Critique: later answers to similar questions
+are warned by it). Learning from misses: a reader's mark of where the answer was, and the curators'
+decisions on what went unanswered: lessons (a question and the sentence of a passage that answers
+it) and gaps (a question the collection does not cover yet).
 
 A mark and a lesson name their answer by its response id (pipeline.Answer.response_id) like
 reputation's feedback does: writeback stands below pipeline and never imports it."""
@@ -145,3 +147,55 @@ class Adaptation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.collection}: {self.confidence_shift:+.2f} ({'serving' if self.serving else 'not serving'})"
+
+
+class ExperienceLog(models.Model):
+    """One validated answer, accepted or not, with its scores: the record the experience store keeps."""
+
+    writeback = models.OneToOneField(WriteBack, on_delete=models.CASCADE, related_name="experience")
+    question = models.TextField()
+    accepted = models.BooleanField(help_text="Passed validation (PENDING_REVIEW or published).")
+    scores = models.JSONField(default=dict)
+    embedding = VectorField(dimensions=EMBEDDING_DIM)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "pipeline_experiencelog"  # its table from before the model moved here
+
+    def __str__(self) -> str:
+        return f"{'accepted' if self.accepted else 'rejected'}: {self.question[:60]}"
+
+
+class Critique(models.Model):
+    """Why an answer was rejected, by the validator or a curator. Critiques of answers to similar
+    questions are passed to the generator as warnings, to readers of all of `collections` only."""
+
+    class Source(models.TextChoices):
+        VALIDATION = "validation"
+        CURATOR = "curator"
+
+    writeback = models.ForeignKey(WriteBack, null=True, on_delete=models.SET_NULL, related_name="critiques")
+    source = models.CharField(max_length=12, choices=Source.choices)
+    question = models.TextField()
+    text = models.TextField(help_text="The warning, in words, as the generator receives it.")
+    checks = models.JSONField(default=list, help_text="Machine-readable: the failed checks and their details.")
+    collections = models.ManyToManyField(Collection, blank=True, related_name="+")
+    warns = models.BooleanField(default=True, help_text="Passed to generators (a duplicate alone teaches nothing).")
+    embedding = VectorField(dimensions=EMBEDDING_DIM, help_text="Of the question: similar questions find it.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "pipeline_critique"  # its table from before the model moved here
+        ordering = ["-created_at"]
+        indexes = [
+            HnswIndex(
+                name="critique_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            )
+        ]  # fmt: skip
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.text[:80]}"

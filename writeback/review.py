@@ -9,7 +9,7 @@ from django.db import transaction
 from corpus.embedder import get_embedder
 from corpus.models import WriteBack
 from corpus.writebacks import writeback_publish, writeback_reject
-from pipeline.models import Critique
+from writeback.models import Critique
 from writeback.validation import advice_record, critique_record, validate
 
 

@@ -50,7 +50,7 @@ from corpus.selectors import documents_within, writeback_collection_ids, writeba
 from corpus.services import embedding_input
 from corpus.writebacks import cap_reason, writeback_publish, writeback_title
 from judges.grounding import SentenceCheck, answer_relevance, answer_sentences, check_grounding, claim_for
-from pipeline.models import Answer, Critique, ExperienceLog
+from writeback.models import Critique, ExperienceLog
 
 
 @dataclass
@@ -89,8 +89,7 @@ def gate_scores(writeback: WriteBack, sentences: list[tuple[str, list[int]]]) ->
     judged the same claim (an LLM's answer, unedited): validation does not score it again. The gate
     scored against the passages as the model saw them (their kept strips), which can only hold less
     than the whole chunk the snapshot keeps: a reused score errs towards rejection."""
-    recorded = Answer.objects.filter(response_id=writeback.response_id).values_list("sentences", flat=True).first()
-    claims = {r["claim"]: r.get("scores", {}) for r in recorded or [] if r.get("verdict") == "shown"}
+    claims = writeback.gate_claims or {}  # handed over by the record stage (pipeline.stages.propose)
     alone = len(sentences) == 1
     return [
         {int(n): p for n, p in claims.get(claim_for(writeback.question, s, alone=alone), {}).items()}
