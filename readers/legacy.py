@@ -23,13 +23,12 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import signal
 import struct
-import subprocess
 import tempfile
 from pathlib import Path
 
 from readers.office import OLE2_MAGIC, OfficeError, ole_encrypted, ole_kind, ole_streams
+from readers.processes import limited, run_within
 
 CONVERT_TIMEOUT_SECONDS = 60
 
@@ -175,43 +174,15 @@ def convert(suffix: str, data: bytes, *, seconds: float | None = None) -> bytes:
         source.write_bytes(data)
         out = work / "out"
         _write_profile(work / "profile")
-        # The address space is limited by the shell that starts it (ulimit -v, in KiB), inherited
-        # by everything it runs: a preexec_fn could deadlock in a threaded web worker.
-        limit = str(settings.CAIRN_LIBREOFFICE_MEMORY_BYTES // 1024)
-        command = [
-            "/bin/sh",
-            "-c",
-            'ulimit -v "$0" && exec "$@"',
-            limit,
-            program,
-            f"-env:UserInstallation={(work / 'profile').as_uri()}",
-            "--headless",
-            "--norestore",
-            "--nolockcheck",
-            "--convert-to",
-            target,
-            "--outdir",
-            str(out),
-            str(source),
-        ]
-        process = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group: a timeout kills LibreOffice's children too
-            env=_environment(folder),
-        )
-        try:
-            output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            raise OfficeError(f"LibreOffice did not convert {what} within {timeout:g} s; it is refused") from None
-        finally:
-            if process.poll() is None:  # an exception of our own while it ran
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        command = limited(
+            [program, f"-env:UserInstallation={(work / 'profile').as_uri()}", "--headless", "--norestore",
+             "--nolockcheck", "--convert-to", target, "--outdir", str(out), str(source)],
+            settings.CAIRN_LIBREOFFICE_MEMORY_BYTES,
+        )  # fmt: skip
+        finished = run_within(command, timeout=timeout, env=_environment(folder), merge_errors=True)
+        if finished is None:
+            raise OfficeError(f"LibreOffice did not convert {what} within {timeout:g} s; it is refused")
+        _, output, _ = finished
         converted = out / f"document.{target}"
         if not converted.is_file():
             said = " ".join(output.decode("utf-8", "replace").split())[-200:]

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 from readers.blocks import joined_blocks, plain_line, table_lines
+from readers.processes import limited, run_within
 from readers.reading import ReadError, Reading
 
 PARSE_TIMEOUT_SECONDS = 20.0
@@ -41,29 +40,16 @@ _SETTINGS = {
 def read_rst(raw: str, *, seconds: float | None = None) -> Reading:
     """`raw` read by docutils in a process of its own; ReadError when it fails or runs past its time."""
     timeout = PARSE_TIMEOUT_SECONDS if seconds is None else max(0.0, min(seconds, PARSE_TIMEOUT_SECONDS))
-    command = ["/bin/sh", "-c", 'ulimit -v "$0" && exec "$@"', str(PARSE_MEMORY_BYTES // 1024),
-               sys.executable, "-m", "readers.restructuredtext"]  # fmt: skip
+    command = limited([sys.executable, "-m", "readers.restructuredtext"], PARSE_MEMORY_BYTES)
     environment = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PYTHONIOENCODING": "utf-8",
                    "LANG": "C.UTF-8", "PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # fmt: skip
-    process = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, env=environment,
-    )  # fmt: skip
-    try:
-        output, errors = process.communicate(raw.encode(), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise ReadError(f"the reStructuredText parser did not finish within {timeout:g} s; it is refused") from None
-    finally:
-        if process.poll() is None:  # an exception of our own while it ran
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    if process.returncode != 0:
+    finished = run_within(command, timeout=timeout, env=environment, data=raw.encode())
+    if finished is None:
+        raise ReadError(f"the reStructuredText parser did not finish within {timeout:g} s; it is refused")
+    status, output, errors = finished
+    if status != 0:
         said = " ".join(errors.decode("utf-8", "replace").split())[-200:]
-        raise ReadError(
-            f"cannot read a reStructuredText file: {said or f'the parser exited with {process.returncode}'}"
-        )
+        raise ReadError(f"cannot read a reStructuredText file: {said or f'the parser exited with {status}'}")
     found = json.loads(output)
     return Reading(found["text"], found["title"])
 
