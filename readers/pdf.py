@@ -226,23 +226,13 @@ def _ring(signum, frame):
     # printed and swallowed, reading goes on, and what the callback was closing (a PDFium page) stays
     # open. So the timer rings again soon, until the budget's block has ended (it stops the timer),
     # and rings past such a callback without raising. Seen in the full test suite: a 0.5 s budget
-    # ran 14 s. Nor does it raise inside pypdfium2's own code, which opens and closes PDFium's
-    # objects in order (a page before its document): unwound halfway, a page could outlive its
-    # document. (A full test run once died of SIGSEGV in the budget test; this is the path found.)
+    # ran 14 s.
     signal.setitimer(signal.ITIMER_REAL, 0.05)
-    if not _in_finalizer(frame) and not _in_pdfium_wrapper(frame):
+    if not _in_finalizer(frame):
         raise _OutOfTime
 
 
 _WEAKREF_FILES = (weakref.__file__, _weakrefset.__file__)  # finalize, WeakSet's and WeakValueDictionary's callbacks
-
-
-def _in_pdfium_wrapper(frame) -> bool:
-    while frame is not None:
-        if f"{os.sep}pypdfium2{os.sep}" in frame.f_code.co_filename:
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _in_finalizer(frame) -> bool:
