@@ -330,6 +330,15 @@ class HealthOutputSerializer(serializers.Serializer):
     details = serializers.DictField(required=False, help_text="Staff only: versions and the database error.")
 
 
+def database_state() -> tuple[str | None, str | None]:
+    """(pgvector's installed version or None, the database's error or None): health and readiness
+    report any database failure, never raise it."""
+    try:
+        return installed_vector_version(), None
+    except Exception as exc:  # noqa: BLE001 - any failure is the database's state, not a 500
+        return None, str(exc)
+
+
 class ReadyOutputSerializer(serializers.Serializer):
     ready = serializers.BooleanField()
     waiting_for = serializers.ListField(
@@ -349,12 +358,8 @@ class ReadyApi(APIView):
 
     @extend_schema(responses={200: ReadyOutputSerializer, 503: ReadyOutputSerializer})
     def get(self, request):
-        waiting = []
-        try:
-            if installed_vector_version() is None:
-                waiting.append("database")
-        except Exception:  # noqa: BLE001 - readiness reports any database failure, never raises
-            waiting.append("database")
+        vector, error = database_state()
+        waiting = ["database"] if error or vector is None else []
         if not embedder_loaded():
             waiting.append("embedder")
         if not verifiers_loaded():
@@ -372,11 +377,7 @@ class HealthApi(APIView):
 
     @extend_schema(responses={200: HealthOutputSerializer, 503: HealthOutputSerializer})
     def get(self, request):
-        vector, error = None, None
-        try:
-            vector = installed_vector_version()
-        except Exception as exc:  # noqa: BLE001 - health reports any database failure, never raises
-            error = str(exc)
+        vector, error = database_state()
         healthy = error is None and vector is not None
         body = {
             "status": "ok" if healthy else "unavailable",

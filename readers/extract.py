@@ -182,7 +182,8 @@ def _with_attachments(reading: Reading, data: bytes, source: str, deadline: floa
     most, seconds = settings.CAIRN_EMAIL_MAX_ATTACHMENTS, settings.CAIRN_EMAIL_SECONDS
     sections, read, unread, tried = [reading.text], [], {}, 0
     for name, payload in attachments(data):
-        if Path(name).suffix.lower() not in FORMATS or name.lower().endswith(".jsonl"):
+        form = FORMATS.get(Path(name).suffix.lower())
+        if form is None or form.read is None:  # not a format read, or a batch of documents (JSON Lines)
             continue
         if tried == most:
             unread[name] = f"not read: only the first {most} documents attached are read (CAIRN_EMAIL_MAX_ATTACHMENTS)"
