@@ -66,37 +66,60 @@ def request(url: str, *, token: str | None = None, body: dict | None = None, tim
         return error.code, error.headers, json.loads(error.read() or b"null")
 
 
+class Server:
+    """`manage.py serve` (one gunicorn worker, no django-q2 worker, no access log) on `port` as a
+    child process. Its output is read as it comes, so a talkative server never blocks on a full pipe,
+    and kept for the message of a test that fails."""
+
+    def __init__(self, port: int, **extra):
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
+            cwd=ROOT, env=env(CAIRN_WEB_WORKERS="1", CAIRN_ACCESS_LOG="", **extra),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout), daemon=True)
+        self.reader.start()
+
+    def output(self) -> str:
+        """What the server printed (all of it once it has exited)."""
+        if self.process.poll() is not None:
+            self.reader.join(timeout=10)
+        return "".join(self.lines)
+
+
 @contextlib.contextmanager
 def served(**extra):
-    """`manage.py serve` (one gunicorn worker, no django-q2 worker, no access log) on a free port,
-    healthy: yields its base URL and stops it on the way out."""
+    """A healthy `Server` on a free port: yields its base URL and stops it on the way out."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
-        cwd=ROOT, env=env(CAIRN_WEB_WORKERS="1", CAIRN_ACCESS_LOG="", **extra),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    server = Server(port, **extra)
     try:
         wait_healthy(base, server)
         yield base
     finally:
-        server.terminate()
-        server.wait(timeout=90)
+        server.process.terminate()
+        server.process.wait(timeout=90)
 
 
-def wait_healthy(base: str, process: subprocess.Popen, seconds=120) -> None:
-    deadline = time.monotonic() + seconds
+def wait_healthy(base: str, server: Server, seconds=180) -> None:
+    """Until health answers 200 with the embedder loaded; a failure says what health last answered
+    and what the server printed."""
+    deadline, last = time.monotonic() + seconds, None
     while time.monotonic() < deadline:
-        assert process.poll() is None, process.stdout.read()[-3000:] if process.stdout else "exited"
+        assert server.process.poll() is None, server.output()[-3000:]
         try:
             status, _, body = request(f"{base}/api/v1/health", timeout=5)
             if status == 200 and body["embedder"] == "up":
                 return
-        except OSError:
-            pass
+            last = (status, body)
+        except OSError as exc:
+            last = exc
         time.sleep(0.5)
-    raise AssertionError("the server did not become healthy")
+    raise AssertionError(
+        f"the server did not become healthy in {seconds} s; health last answered {last!r}; it printed:\n"
+        + server.output()[-3000:]
+    )
 
 
 def connections_of(application: str) -> int:
@@ -123,11 +146,7 @@ def served_database(tmp_path_factory, django_db_blocker):
 def test_serve_finishes_in_flight_requests_on_sigterm_and_bounds_its_connections(served_database):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
-        cwd=ROOT, env=env(CAIRN_WEB_WORKERS="1", CAIRN_WEB_THREADS="3", CAIRN_ACCESS_LOG=""),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    server = Server(port, CAIRN_WEB_THREADS="3")
     try:
         wait_healthy(base, server)
         status, headers, _ = request(f"{base}/api/v1/health")
@@ -154,18 +173,17 @@ def test_serve_finishes_in_flight_requests_on_sigterm_and_bounds_its_connections
         for thread in [*askers, sampler]:
             thread.start()
         time.sleep(0.3)  # the requests are accepted and in flight
-        server.send_signal(signal.SIGTERM)
+        server.process.send_signal(signal.SIGTERM)
         for thread in [*askers, sampler]:
             thread.join(timeout=120)
         assert results == [200] * 6  # none dropped
         assert 1 <= peak[0] <= 3  # one worker x three threads, never more
-        assert server.wait(timeout=90) == 0
-        output = server.stdout.read()
-        assert "stopped: gunicorn 0" in output
+        assert server.process.wait(timeout=90) == 0
+        assert "stopped: gunicorn 0" in server.output()
         assert connections_of("cairn-web") == 0
     finally:
-        if server.poll() is None:
-            server.kill()
+        if server.process.poll() is None:
+            server.process.kill()
 
 
 def test_a_production_server_refuses_the_development_key_with_a_message_naming_the_fix(served_database):
