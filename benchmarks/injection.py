@@ -75,11 +75,12 @@ def main() -> None:
     from django.db import transaction
     from django.test import override_settings
 
-    from corpus.models import Chunk, WriteBack
+    from corpus.models import Chunk
     from corpus.services import collection_get_or_create, documents_ingest
     from pipeline.services import question_answer
     from readers.extract import ExtractedDocument
     from tests import loopback
+    from writeback.models import WriteBack
     from writeback.validation import writeback_validate
 
     prompts: list[str] = []

@@ -22,7 +22,7 @@ they are compared on the same questions):
   - standard: CAIRN_WRITEBACK=False, nothing is ever written back;
   - naive: the write-back the record stage proposes (it exists only for a found answer citing
     corpus evidence) is published at once, unvalidated: status PENDING_REVIEW, its text built by
-    writeback.validation.proposed_text, corpus.writebacks.writeback_publish; no cap on generated
+    writeback.validation.proposed_text, writeback.proposals.writeback_publish; no cap on generated
     content (CAIRN_WRITEBACK_ALPHA_MAX=1.0: the naive system has no safety layer);
   - cairn: the same proposal validated synchronously by writeback.validation.writeback_validate
     (what the django-q2 task runs), auto-published when it passes (CAIRN_AUTO_PUBLISH with its bars
@@ -312,12 +312,13 @@ def run_one(
     from tqdm import tqdm
 
     from common.exceptions import CairnError
-    from corpus.models import Document, WriteBack, WriteBackAsking
+    from corpus.models import Document
     from corpus.services import collection_get_or_create, documents_ingest
-    from corpus.writebacks import same_answer, writeback_publish
     from judges.grounding import answer_sentences
     from pipeline.services import question_answer
     from readers.extract import ExtractedDocument
+    from writeback.models import WriteBack, WriteBackAsking
+    from writeback.proposals import same_answer, writeback_publish
     from writeback.validation import proposed_text, writeback_validate
 
     stream, test = sample["stream"], sample["test"]
@@ -519,9 +520,9 @@ def validation_cost(runs: int, user) -> dict:
     from corpus.chunking import split_sentences
     from corpus.models import Chunk
     from corpus.services import collection_get_or_create, documents_ingest
-    from corpus.writebacks import writeback_propose
     from judges.grounding import answer_sentences
     from readers.extract import ExtractedDocument
+    from writeback.proposals import writeback_propose
     from writeback.validation import validate
 
     held_out, _ = load_rows("nq")

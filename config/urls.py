@@ -9,6 +9,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("corpus.urls")),
     path("api/v1/", include("pipeline.urls")),
+    path("api/v1/", include("writeback.urls")),
     path("api/v1/", include("reputation.urls")),
     path("api/v1/", include("sources.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -8,7 +8,7 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 
 from common.exceptions import CairnError
-from corpus.lineage import document_move, document_restore, document_retract
+from corpus.lifecycle import document_move, document_restore, document_retract
 from corpus.models import AuditEvent, Chunk, Collection, Document, Upload
 from corpus.originals import document_original_url, original_filename
 from corpus.selectors import collections_curated_by, documents_curated_by

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.exceptions import CairnError
-from corpus.lineage import document_move, document_restore, document_retract
+from corpus.lifecycle import document_move, document_restore, document_retract
 from corpus.models import Collection, Document, Upload
 from corpus.originals import place
 from corpus.permissions import IsCurator

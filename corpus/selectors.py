@@ -15,7 +15,7 @@ from django.db import connection
 from django.db.models import Count, F, Q, QuerySet
 from pgvector.django import CosineDistance
 
-from corpus.models import TEXT_SEARCH_CONFIG, Chunk, Collection, Document, Upload, WriteBack
+from corpus.models import TEXT_SEARCH_CONFIG, Chunk, Collection, Document, Upload
 from corpus.originals import document_original_url
 from readers import locations
 from readers.blocks import BLOCK_PREFIX, parse_blocks
@@ -92,26 +92,6 @@ def collections_quoted_by(documents) -> set[int]:
     own = Document.objects.filter(id__in=ids).values_list("collection_id", flat=True)
     quoted = Document.requires_collections.through.objects.filter(document_id__in=ids)
     return set(own) | set(quoted.values_list("collection_id", flat=True))
-
-
-def writeback_collection_ids(writeback: WriteBack) -> set[int]:
-    """The collections a write-back shows text of: its own, and those its evidence quotes
-    (collections_quoted_by). Whoever sees the write-back curates them all (writebacks_within), so
-    whatever it is shown beside must come from them alone."""
-    evidence = writeback.evidence_documents.all() if writeback.pk else Document.objects.none()
-    return {writeback.collection_id} | collections_quoted_by(evidence)
-
-
-def writebacks_within(collections) -> QuerySet[WriteBack]:
-    """The write-backs of `collections` (a queryset or ids) whose evidence, which a write-back
-    quotes, lies all within them too."""
-    ids = collections.values("id") if isinstance(collections, QuerySet) else list(collections)
-    outside = Collection.objects.exclude(id__in=ids)
-    return (
-        WriteBack.objects.filter(collection_id__in=ids)
-        .exclude(evidence_documents__collection__in=outside)
-        .exclude(evidence_documents__requires_collections__in=outside)
-    )
 
 
 def document_list(*, user: User, collection_slug: str | None = None) -> QuerySet[Document]:

@@ -19,7 +19,7 @@ from corpus.chunking import chunk_text
 from corpus.consistency import consistency_score
 from corpus.embedder import Embedder, get_embedder
 from corpus.instructions import addresses_a_model
-from corpus.lineage import writebacks_requeue
+from corpus.lifecycle import documents_changed
 from corpus.models import Chunk, Collection, Document, Upload
 from corpus.originals import OriginalFile, originals_for, originals_keep
 from readers import locations
@@ -81,12 +81,16 @@ def collection_get_or_create(
 
 def curators_group_ensure() -> Group:
     """Create the curators group with the admin permissions it needs (idempotent): the store's,
-    the answers', reputation's, the sources', and of the writeback app only the experience store
-    (critiques and the experience log; its lessons, gaps and marks are decided by user_is_curator)."""
+    the answers', reputation's, the sources', and of the writeback app the review queue and the
+    experience store (write-backs, critiques, the experience log; its lessons, gaps and marks are
+    decided by user_is_curator)."""
     group, _ = Group.objects.get_or_create(name=settings.CAIRN_CURATORS_GROUP)
     permissions = Permission.objects.filter(
         Q(content_type__app_label__in=["corpus", "pipeline", "reputation", "sources"])
-        | Q(content_type__app_label="writeback", content_type__model__in=["critique", "experiencelog"])
+        | Q(
+            content_type__app_label="writeback",
+            content_type__model__in=["writeback", "writebackasking", "critique", "experiencelog"],
+        )
     )
     group.permissions.add(*permissions)
     return group
@@ -237,7 +241,7 @@ def _ingest_batch(
             changed, ["title", "sha256", "chunked_by", "mime_type", "metadata", "upload", "updated_at"]
         )
         if changed:
-            writebacks_requeue(changed)
+            documents_changed.send(sender=Document, documents=changed, actor=None, why="changed")
         created = Document.objects.bulk_create(
             Document(
                 collection=collection,

@@ -22,10 +22,10 @@ from django_q.tasks import async_task
 
 from corpus.audit import audit
 from corpus.models import Collection
-from corpus.writebacks import plain_words
 from judges.confidence import fit_shift, log_loss
 from pipeline.models import Answer
 from writeback.models import Adaptation, Lesson
+from writeback.proposals import plain_words
 
 ADAPT = "pipeline.adaptation.confidence_adapt_task"
 FOLDS = 5

@@ -1,17 +1,14 @@
-"""REST endpoints for asking questions, reading and marking recorded answers, reviewing write-backs,
-and health."""
+"""REST endpoints for asking questions, reading and marking recorded answers, and health (the
+write-back review is writeback's: writeback/api.py)."""
 
 import logging
 from collections.abc import Iterator
 
-from django.conf import settings
 from django.http import StreamingHttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
-from rest_framework.generics import ListAPIView
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -21,16 +18,13 @@ from common.postgres.base import installed_vector_version
 from common.sse import MEDIA_TYPE as EVENT_STREAM
 from common.sse import STREAM_HEADERS, EventStreamRenderer, sse
 from corpus.embedder import embedder_loaded
-from corpus.models import WriteBack
 from corpus.originals import place
-from corpus.permissions import IsCurator
 from judges.verifiers import verifiers_loaded
 from pipeline.models import Answer, Evidence
-from pipeline.selectors import answer_get, writeback_list, writebacks_curated_by
+from pipeline.selectors import answer_get
 from pipeline.services import answer_mark, query_state
 from pipeline.stages import QueryState, pipeline_events, pipeline_run
 from writeback.models import Mark
-from writeback.review import writeback_approve, writeback_dismiss
 
 log = logging.getLogger(__name__)
 
@@ -243,83 +237,6 @@ class AnswerMarkApi(APIView):
             sentence=data.validated_data.get("sentence") or "", none=data.validated_data["none"],
         )  # fmt: skip
         return Response(MarkSerializer(mark).data)
-
-
-class WriteBackSerializer(serializers.ModelSerializer):
-    collection = serializers.CharField(source="collection.slug")
-    document_id = serializers.IntegerField(allow_null=True)
-    reviewer = serializers.CharField(source="reviewer.username", allow_null=True, default=None)
-    thresholds = serializers.SerializerMethodField()
-    askings = serializers.SlugRelatedField(
-        many=True, read_only=True, slug_field="question", help_text="Each question merged into it, first asked first."
-    )
-
-    class Meta:
-        model = WriteBack
-        fields = [
-            "id", "response_id", "status", "question", "asked", "askings", "answer", "collection", "grounding",
-            "attribution", "novelty", "relevance",
-            "thresholds", "sentences", "nearest", "critique", "held", "evidence", "document_id", "reviewer",
-            "review_note", "created_at", "validated_at", "reviewed_at", "published_at", "retracted_at",
-        ]  # fmt: skip
-
-    def get_thresholds(self, obj) -> dict:
-        return {
-            "grounding": settings.CAIRN_GROUNDING_THRESHOLD,
-            "attribution": settings.CAIRN_ATTRIBUTION_THRESHOLD,
-            "novelty": settings.CAIRN_NOVELTY_THRESHOLD,
-            "relevance": settings.CAIRN_ANSWER_THRESHOLD,
-        }
-
-
-class WriteBackListApi(ListAPIView):
-    """Curators: write-backs, the most-asked first, then the newest; `?status=` one of the statuses."""
-
-    permission_classes = [IsCurator]
-    serializer_class = WriteBackSerializer
-
-    class FilterSerializer(serializers.Serializer):
-        status = serializers.ChoiceField(choices=WriteBack.Status.choices, required=False)
-
-    def get_queryset(self):
-        filters = self.FilterSerializer(data=self.request.query_params)
-        filters.is_valid(raise_exception=True)
-        return writeback_list(user=self.request.user, status=filters.validated_data.get("status"))
-
-
-class WriteBackApproveApi(APIView):
-    permission_classes = [IsCurator]
-
-    class ApproveInputSerializer(serializers.Serializer):
-        answer = serializers.CharField(
-            required=False, max_length=20000, help_text="An edited answer (with [n] citations): validated again first."
-        )
-        note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
-
-    @extend_schema(request=ApproveInputSerializer, responses=WriteBackSerializer)
-    def post(self, request, writeback_id: int):
-        data = self.ApproveInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        writeback = get_object_or_404(writebacks_curated_by(user=request.user), id=writeback_id)
-        return Response(
-            WriteBackSerializer(writeback_approve(writeback, actor=request.user, **data.validated_data)).data
-        )
-
-
-class WriteBackRejectApi(APIView):
-    permission_classes = [IsCurator]
-
-    class RejectInputSerializer(serializers.Serializer):
-        reason = serializers.CharField(max_length=2000, help_text="Why: it becomes a critique future answers see.")
-
-    @extend_schema(request=RejectInputSerializer, responses=WriteBackSerializer)
-    def post(self, request, writeback_id: int):
-        data = self.RejectInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        writeback = get_object_or_404(writebacks_curated_by(user=request.user), id=writeback_id)
-        return Response(
-            WriteBackSerializer(writeback_dismiss(writeback, actor=request.user, **data.validated_data)).data
-        )
 
 
 class HealthOutputSerializer(serializers.Serializer):

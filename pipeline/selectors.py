@@ -1,18 +1,14 @@
-"""Reads of recorded answers, critiques and write-backs."""
+"""Reads of recorded answers."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery
-from pgvector.django import CosineDistance
 
-from corpus.models import Collection, WriteBack
-from corpus.selectors import collections_curated_by, collections_readable_by, user_is_curator, writebacks_within
-from corpus.writebacks import same_question_candidates
+from corpus.models import Collection
+from corpus.selectors import collections_curated_by, user_is_curator
 from pipeline.models import Answer, Evidence
 from reputation.models import Feedback
-from writeback.models import Critique
 
 
 def answers_curated_by(*, user: AbstractBaseUser) -> QuerySet[Answer]:
@@ -24,14 +20,6 @@ def answers_curated_by(*, user: AbstractBaseUser) -> QuerySet[Answer]:
         return Answer.objects.all()
     outside = Collection.objects.exclude(id__in=collections_curated_by(user=user).values("id"))
     return Answer.objects.filter(collections__isnull=False).exclude(collections__in=outside).distinct()
-
-
-def critiques_curated_by(*, user: AbstractBaseUser) -> QuerySet[Critique]:
-    """The critiques a curator may read: those all of whose collections they curate."""
-    if user.is_superuser:
-        return Critique.objects.all()
-    outside = Collection.objects.exclude(id__in=collections_curated_by(user=user).values("id"))
-    return Critique.objects.exclude(collections__in=outside)
 
 
 def answer_get(*, user: AbstractBaseUser, response_id) -> Answer | None:
@@ -49,54 +37,6 @@ def answer_get(*, user: AbstractBaseUser, response_id) -> Answer | None:
     if user_is_curator(user):
         mine |= Q(pk__in=answers_curated_by(user=user).values("pk"))
     return answers.filter(mine).first()
-
-
-def critiques_similar(*, user: AbstractBaseUser, query_vector, limit: int | None = None) -> list[Critique]:
-    """Critiques (that warn) of answers to questions within CAIRN_CRITIQUE_MAX_DISTANCE of this one,
-    nearest first, only those whose every collection `user` may read: a critique quotes evidence.
-    One per distinct text: the same question rejected three times for the same reason is one lesson."""
-    limit = settings.CAIRN_CRITIQUE_LIMIT if limit is None else limit
-    if not limit or query_vector is None:
-        return []
-    readable = collections_readable_by(user=user).values("id")
-    nearest = (
-        Critique.objects.filter(warns=True)
-        .exclude(collections__in=Collection.objects.exclude(id__in=readable))
-        .annotate(distance=CosineDistance("embedding", list(map(float, query_vector))))
-        .filter(distance__lte=settings.CAIRN_CRITIQUE_MAX_DISTANCE)
-        .order_by("distance", "-id")[: limit * 5]
-    )
-    distinct: dict[str, Critique] = {}
-    for critique in nearest:
-        distinct.setdefault(critique.text, critique)
-    return list(distinct.values())[:limit]
-
-
-def writebacks_curated_by(*, user: AbstractBaseUser) -> QuerySet[WriteBack]:
-    """The write-backs `user` curates: writebacks_within the collections they curate."""
-    return writebacks_within(collections_curated_by(user=user))
-
-
-def writeback_siblings(writeback: WriteBack, *, user: AbstractBaseUser) -> QuerySet[WriteBack]:
-    """Other candidate answers to the same question (same_question_candidates) that `user` curates:
-    a sibling in the same collection may rest on evidence they may not read."""
-    if writeback.question_embedding is None:
-        return WriteBack.objects.none()
-    return same_question_candidates(
-        writeback.question_embedding, collection_id=writeback.collection_id, exclude_id=writeback.id
-    ).filter(pk__in=writebacks_curated_by(user=user).values("pk"))
-
-
-def writeback_list(*, user: AbstractBaseUser, status: str | None = None) -> QuerySet[WriteBack]:
-    """Write-backs for a curator (of the collections they curate), the most-asked first, then the
-    newest, optionally of one status, with the questions that asked each."""
-    writebacks = (
-        writebacks_curated_by(user=user)
-        .select_related("collection", "document", "reviewer")
-        .prefetch_related("askings")
-        .order_by("-asked", "-created_at", "-id")
-    )
-    return writebacks.filter(status=status) if status else writebacks
 
 
 def answers_asked_by(*, user: AbstractBaseUser, search: str = "") -> QuerySet[Answer]:

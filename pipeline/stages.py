@@ -36,7 +36,6 @@ from corpus.selectors import (
     question_terms,
 )
 from corpus.strips import Strip, strips_of
-from corpus.writebacks import writeback_propose
 from judges.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
 from pipeline.gate import Action, Bucket, Candidate, Gate, action_for, answerable_relevances, candidate_from_hit
 from pipeline.gate import refine as refine_strips
@@ -55,12 +54,12 @@ from pipeline.generators import (
 from pipeline.models import Answer, Evidence
 from pipeline.output_gate import Withheld, gated
 from pipeline.search import SearchError, get_search_provider, keyword_query, trusted_first
-from pipeline.selectors import critiques_similar
 from reputation.ranking import hits_rank
 from reputation.services import credits_record
 from writeback.lessons import lessons_recheck, same_sentence
 from writeback.models import Lesson
-from writeback.selectors import LessonMatch, confidence_shifts, lessons_near
+from writeback.proposals import writeback_propose
+from writeback.selectors import LessonMatch, confidence_shifts, critiques_similar, lessons_near
 from writeback.tasks import writeback_validate_enqueue
 
 

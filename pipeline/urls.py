@@ -6,9 +6,6 @@ urlpatterns = [
     path("query", api.QueryApi.as_view(), name="query"),
     path("answers/<uuid:response_id>", api.AnswerDetailApi.as_view(), name="answer-detail"),
     path("answers/<uuid:response_id>/mark", api.AnswerMarkApi.as_view(), name="answer-mark"),
-    path("writebacks", api.WriteBackListApi.as_view(), name="writebacks"),
-    path("writebacks/<int:writeback_id>/approve", api.WriteBackApproveApi.as_view(), name="writeback-approve"),
-    path("writebacks/<int:writeback_id>/reject", api.WriteBackRejectApi.as_view(), name="writeback-reject"),
     path("health", api.HealthApi.as_view(), name="health"),
     path("ready", api.ReadyApi.as_view(), name="ready"),
 ]

@@ -25,9 +25,10 @@ from rest_framework import status
 from common.exceptions import CairnError
 from common.postgres.prepared import fetch_prepared, instance_from_row, returning
 from corpus.audit import audit
-from corpus.models import Chunk, WriteBack, WriteBackAsking
+from corpus.models import Chunk
 from reputation.models import Credit, Feedback, Reputation
 from reputation.scoring import LONG_TERM_RATE, Signals, credit_shares, decisiveness, outcome_terms
+from writeback.models import WriteBack, WriteBackAsking
 
 
 def credits_record(*, response_id, user, credited: list[tuple[int, float]], question_vector=None) -> Credit:

@@ -29,7 +29,7 @@ from django_q.tasks import async_task
 
 from common.exceptions import CairnError
 from corpus.audit import audit
-from corpus.lineage import document_retract
+from corpus.lifecycle import document_retract
 from corpus.models import Collection, Document
 from corpus.originals import originals_for
 from corpus.services import documents_ingest

@@ -129,7 +129,7 @@ def test_a_retracted_documents_chunks_teach_nothing(tmp_path):
     """--from-corpus reads active documents only, for all three judges (collection_chunks)."""
     from django.core.management import call_command
 
-    from corpus.lineage import document_retract
+    from corpus.lifecycle import document_retract
     from corpus.models import Document
     from judges.corpus_questions import collection_chunks
 

@@ -8,14 +8,14 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from corpus.models import AuditEvent, Collection, Document, Upload, WriteBack
+from corpus.models import AuditEvent, Collection, Document, Upload
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
-from corpus.writebacks import writeback_propose, writeback_publish
 from pipeline.models import Answer, Evidence
 from readers.extract import ExtractedDocument
 from tests.conftest import SALARY, client_for
 from writeback.lessons import gap_record, lesson_create, mark_record
-from writeback.models import Gap, Lesson
+from writeback.models import Gap, Lesson, WriteBack
+from writeback.proposals import writeback_propose, writeback_publish
 
 
 def admin_client(user) -> Client:
@@ -257,7 +257,7 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
         for url in (
             "/admin/corpus/document/?q=salary",
             "/admin/corpus/chunk/?q=salary",
-            "/admin/corpus/writeback/?q=salary",
+            "/admin/writeback/writeback/?q=salary",
             "/admin/pipeline/answer/?q=salary",
             "/admin/writeback/critique/?q=salary",
             "/admin/reputation/reputation/?q=salary",
@@ -273,7 +273,7 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
             f"/admin/corpus/document/{document.id}/change/",
             f"/admin/corpus/chunk/{chunk.id}/change/",
             f"/admin/corpus/collection/{hr.id}/change/",
-            f"/admin/corpus/writeback/{writeback.id}/change/",
+            f"/admin/writeback/writeback/{writeback.id}/change/",
             f"/admin/pipeline/answer/{answer.id}/change/",
             f"/admin/writeback/critique/{critique.id}/change/",
             f"/admin/reputation/reputation/{chunk.id}/change/",
@@ -290,7 +290,7 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
         "api chunk": api.get(f"/api/v1/chunks/{chunk.id}").status_code == 200,
         "api answer": api.get(f"/api/v1/answers/{answer.response_id}").status_code == 200,
         "api answer, evidence chunks replaced": shown(api.get(f"/api/v1/answers/{asked['response_id']}")),
-        "admin sibling answers": shown(web.get(f"/admin/corpus/writeback/{public_writeback.id}/change/")),
+        "admin sibling answers": shown(web.get(f"/admin/writeback/writeback/{public_writeback.id}/change/")),
         "api write-backs": shown(api.get("/api/v1/writebacks")),
         "api query": query.status_code == 200 and any(marker in e["text"] for e in query.json()["evidence"]),
         "api upload": api.post(
@@ -324,7 +324,7 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
 def test_moving_a_document_needs_both_collections_is_audited_and_sends_what_rests_on_it_to_review(
     hr, bob, dana, settings
 ):
-    from corpus.writebacks import writeback_publish
+    from writeback.proposals import writeback_publish
 
     settings.CAIRN_WRITEBACK_ALPHA_MAX = 1.0  # a one-document collection: the generated-share cap aside
 
@@ -387,5 +387,5 @@ def test_a_write_back_quoting_a_private_collection_stays_with_that_collections_c
     writeback = hr_writeback(hr)
     WriteBack.objects.filter(id=writeback.id).update(collection=handbook)
     assert writeback.id not in [w["id"] for w in client_for(bob).get("/api/v1/writebacks").json()["results"]]
-    assert admin_client(bob).get(f"/admin/corpus/writeback/{writeback.id}/change/").status_code == 302
+    assert admin_client(bob).get(f"/admin/writeback/writeback/{writeback.id}/change/").status_code == 302
     assert writeback.id in [w["id"] for w in client_for(dana).get("/api/v1/writebacks").json()["results"]]

@@ -12,13 +12,14 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from corpus.models import AuditEvent, Collection, Document, Upload, WriteBack
+from corpus.models import AuditEvent, Collection, Document, Upload
 from corpus.services import collection_get_or_create, documents_ingest
-from corpus.writebacks import writeback_propose, writeback_publish
 from pipeline.models import Answer
 from readers.extract import ExtractedDocument
 from reputation.models import Reputation
 from tests.conftest import SALARY, client_for
+from writeback.models import WriteBack
+from writeback.proposals import writeback_propose, writeback_publish
 
 PAY = "Pay for the support team is reviewed once a year, in the autumn, by the team lead."
 
@@ -111,7 +112,7 @@ def test_sibling_answers_in_the_admin_show_only_what_the_curator_curates(hr, han
     public = pending(candidate(handbook, Document.objects.get(collection=handbook), "Yearly [1].", embedding=same))
     candidate(handbook, Document.objects.get(collection=hr), "Salary bands are reviewed every March [1].",
               embedding=same)  # fmt: skip
-    page = f"/admin/corpus/writeback/{public.id}/change/"
+    page = f"/admin/writeback/writeback/{public.id}/change/"
     assert "every March" not in admin_client(bob).get(page).content.decode()
     assert "every March" in admin_client(dana).get(page).content.decode()
 
@@ -196,7 +197,7 @@ def test_every_json_endpoint_bounds_its_body(path, bob, settings):
 def test_admin_filters_and_group_choices_name_only_what_the_curator_curates(hr, handbook, bob):
     legal, _ = collection_get_or_create(slug="legal", group_names=["legal-team"], curator_group_names=["legal-leads"])
     web = admin_client(bob)
-    for url in ("/admin/corpus/document/", "/admin/corpus/chunk/", "/admin/corpus/writeback/",
+    for url in ("/admin/corpus/document/", "/admin/corpus/chunk/", "/admin/writeback/writeback/",
                 "/admin/corpus/upload/", "/admin/reputation/reputation/", "/admin/reputation/documentreputation/"):  # fmt: skip
         page = web.get(url).content.decode()
         assert f"__exact={hr.id}" not in page and f"__exact={legal.id}" not in page, url

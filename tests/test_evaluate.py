@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
-from corpus.lineage import document_retract
+from corpus.lifecycle import document_retract
 from corpus.models import Document
 from pipeline.evaluation import Score, answer_score, has_gold, run_compare, run_summary
 from pipeline.models import EvaluationRun

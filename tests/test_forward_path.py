@@ -3,13 +3,14 @@ django's real database; SearxNG and Ollama are loopback servers speaking their r
 
 from django.test import override_settings
 
-from corpus.models import Document, WriteBack
+from corpus.models import Document
 from corpus.services import collection_get_or_create, documents_ingest
 from pipeline.models import Answer
 from readers.extract import ExtractedDocument
 from tests import loopback
 from tests.conftest import client_for
 from tests.loopback import free_port
+from writeback.models import WriteBack
 
 QUESTION = "who got the first nobel prize in physics"
 NONSENSE = "zorbly quantum marmalade tariffs for velociraptor shipyards"

@@ -150,8 +150,8 @@ def test_not_found_reply_and_unreachable_server():
 
 
 def test_only_citation_markers_are_citations_never_subscripts_in_quoted_code():
-    from corpus.writebacks import same_answer
     from judges.grounding import answer_sentences
+    from writeback.proposals import same_answer
     from writeback.validation import attribution_score
 
     reply = "Declare the buffer as char dbname[1024]; in C [1]. The cell m[1][2] is read first. [2][7]"

@@ -102,11 +102,11 @@ LAYERS = {
     "readers": ("common",),
     "corpus": ("common", "readers"),
     "accounts": ("common", "readers", "corpus"),
-    "reputation": ("common", "readers", "corpus"),
     "sources": ("common", "readers", "corpus"),
     "judges": ("common", "readers", "corpus"),
-    "writeback": ("common", "readers", "corpus", "judges", "reputation"),
-    "pipeline": ("common", "readers", "corpus", "judges", "reputation", "writeback", "accounts"),
+    "writeback": ("common", "readers", "corpus", "judges"),
+    "reputation": ("common", "readers", "corpus", "writeback"),
+    "pipeline": ("common", "readers", "corpus", "judges", "writeback", "reputation", "accounts"),
     "config": ("common", "readers", "corpus", "accounts", "reputation", "sources", "judges", "writeback", "pipeline"),
 }
 

@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group, User
 
 from common.exceptions import CairnError
 from corpus.embedder import get_embedder
-from corpus.lineage import document_retract
+from corpus.lifecycle import document_retract
 from corpus.models import AuditEvent, Document
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
 from pipeline.generators import ANSWERED
@@ -124,7 +124,7 @@ def test_a_question_asked_within_another_collection_does_not_get_it(lesson, read
 
 
 def test_a_retracted_document_takes_its_lessons_with_it_and_a_restore_brings_them_back(lesson, reader, curator):
-    from corpus.lineage import document_restore
+    from corpus.lifecycle import document_restore
 
     document = lesson.document
     document_retract(document, actor=curator, reason="outdated")

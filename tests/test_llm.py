@@ -127,8 +127,8 @@ def test_deep_mode_runs_its_loop_on_the_openai_compatible_server(charlie, smollm
 
 
 def test_the_validation_reuses_the_gates_scores(charlie, smollm2):
-    from corpus.models import WriteBack
     from judges.grounding import answer_sentences
+    from writeback.models import WriteBack
     from writeback.validation import gate_scores
 
     with on(smollm2):

@@ -1,10 +1,13 @@
 """Models that move between apps lose no row: a database populated at the migrations before
-Critique and ExperienceLog moved from pipeline to writeback, and before a write-back kept what the
-output gate scored, is migrated forward, and its rows are read through the models as they are now."""
+Critique and ExperienceLog moved from pipeline to writeback, before WriteBack and WriteBackAsking
+moved from corpus to writeback, and before a write-back kept what the output gate scored, is
+migrated forward; its rows are read through the models as they are now, and a permission granted
+on a moved model is still granted."""
 
 import uuid
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
@@ -16,17 +19,33 @@ BEFORE = [
 
 
 @pytest.mark.django_db(transaction=True)
-def test_critiques_and_the_experience_log_survive_their_move_to_writeback():
+def test_the_backward_paths_rows_and_permissions_survive_their_move_to_writeback():
     executor = MigrationExecutor(connection)
     latest = executor.loader.graph.leaf_nodes()
     executor.migrate(BEFORE)
     try:
         old = executor.loader.project_state(BEFORE).apps
         collection = old.get_model("corpus", "Collection").objects.create(slug="handbook", name="Handbook")
+        evidence = old.get_model("corpus", "Document").objects.create(
+            collection=collection, title="Archive hours", source="hours.md", sha256="0" * 64
+        )
         writeback = old.get_model("corpus", "WriteBack").objects.create(
             response_id=uuid.uuid4(), question="When does the archive open?", answer="At nine. [1]",
             collection=collection,
         )  # fmt: skip
+        writeback.evidence_documents.add(evidence)
+        old.get_model("corpus", "WriteBackAsking").objects.create(
+            writeback=writeback, response_id=writeback.response_id, question=writeback.question
+        )
+        # The curators' grant on the write-backs, as a database from before the move holds it.
+        content_types = old.get_model("contenttypes", "ContentType").objects
+        content_types.filter(app_label="writeback", model="writeback").delete()
+        before, _ = content_types.get_or_create(app_label="corpus", model="writeback")
+        grant, _ = old.get_model("auth", "Permission").objects.get_or_create(
+            content_type=before, codename="change_writeback", defaults={"name": "Can change write back"}
+        )
+        curators, _ = old.get_model("auth", "Group").objects.get_or_create(name=settings.CAIRN_CURATORS_GROUP)
+        curators.permissions.set([grant])
         critique = old.get_model("pipeline", "Critique").objects.create(
             writeback=writeback, source="curator", question=writeback.question, text="Cite the opening hours page.",
             embedding=[0.1] * 384,
@@ -40,8 +59,10 @@ def test_critiques_and_the_experience_log_survive_their_move_to_writeback():
         executor = MigrationExecutor(connection)
         executor.migrate(latest)
 
-    from corpus.models import WriteBack
-    from writeback.models import Critique, ExperienceLog
+    from django.contrib.auth.models import Group
+    from django.contrib.contenttypes.models import ContentType
+
+    from writeback.models import Critique, ExperienceLog, WriteBack
 
     moved = Critique.objects.get()
     assert (moved.text, moved.source, moved.writeback_id) == ("Cite the opening hours page.", "curator", writeback.id)
@@ -49,3 +70,10 @@ def test_critiques_and_the_experience_log_survive_their_move_to_writeback():
     assert ExperienceLog.objects.get().scores == {"grounding": 0.2}
     assert WriteBack.objects.get().experience.accepted is False
     assert WriteBack.objects.get().gate_claims == {}  # a write-back proposed before: validation scores it itself
+    moved_writeback = WriteBack.objects.get()
+    assert list(moved_writeback.evidence_documents.values_list("title", flat=True)) == ["Archive hours"]
+    assert [a.question for a in moved_writeback.askings.all()] == ["When does the archive open?"]
+    ContentType.objects.clear_cache()
+    assert ContentType.objects.get_for_model(WriteBack).app_label == "writeback"
+    curators = Group.objects.get(name=settings.CAIRN_CURATORS_GROUP)
+    assert curators.permissions.filter(content_type__app_label="writeback", codename="change_writeback").exists()

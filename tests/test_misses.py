@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from corpus.embedder import get_embedder
-from corpus.models import AuditEvent, Chunk, Document, WriteBack
+from corpus.models import AuditEvent, Chunk, Document
 from corpus.services import documents_ingest
 from pipeline import misses
 from pipeline.misses import groups_of, medoid, misses_for
@@ -22,7 +22,7 @@ from pipeline.services import question_answer
 from readers.extract import ExtractedDocument
 from reputation.services import feedback_submit
 from writeback.lessons import chunk_sentences, lesson_create, mark_record
-from writeback.models import Gap, Lesson, Mark
+from writeback.models import Gap, Lesson, Mark, WriteBack
 
 pytestmark = pytest.mark.django_db
 

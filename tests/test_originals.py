@@ -14,7 +14,7 @@ from django.test import Client
 from openpyxl import Workbook
 from pptx import Presentation
 
-from corpus.lineage import document_retract
+from corpus.lifecycle import document_retract
 from corpus.models import Document, Original
 from corpus.services import collection_get_or_create
 from tests.conftest import client_for

@@ -8,12 +8,12 @@ import pytest
 from django.apps import apps
 from django.test import Client
 
-from corpus.models import WriteBackAsking
 from pipeline.generators import ANSWERED, NOT_FOUND_OUTCOME, WHERE_TO_LOOK, WHERE_TO_LOOK_OUTCOME, Generation
 from pipeline.models import Answer
 from pipeline.services import query_state
 from pipeline.stages import STAGES, generate, pipeline_events
 from tests.conftest import client_for
+from writeback.models import WriteBackAsking
 
 pytestmark = pytest.mark.django_db
 QUESTION = "who got the first nobel prize in physics"

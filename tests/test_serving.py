@@ -522,7 +522,7 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
             manage("validate_pending")
             sign_in(page, base, "cora", "gravel-fern-beacon-38")
             page.set_viewport_size({"width": 1440, "height": 900})
-            page.goto(f"{base}/admin/corpus/writeback/")
+            page.goto(f"{base}/admin/writeback/writeback/")
             page.click("#toggle-nav-sidebar")  # the queue's columns, not the admin's menu
             queue = page.inner_text("#result_list")
             assert "when does the cafeteria open" in queue and "pending review" in queue, queue

@@ -23,13 +23,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
 
-from corpus.models import AuditEvent, Chunk, Collection, Document, WriteBack
+from corpus.models import AuditEvent, Chunk, Collection, Document
 from corpus.services import collection_get_or_create, curators_group_ensure
 from reputation.models import Reputation
 from sources.models import Source, SourceItem, SyncRun
 from sources.services import source_create, source_item_sync, source_sync
 from tests.conftest import client_for
 from tests.loopback import LoopbackServer
+from writeback.models import WriteBack
 
 pytestmark = pytest.mark.django_db
 

@@ -26,13 +26,13 @@ from django.test import override_settings
 from django.utils import timezone
 from django_q.models import OrmQ, Task
 
-from corpus.models import AuditEvent, Chunk, Collection, Document, Upload, WriteBack
+from corpus.models import AuditEvent, Chunk, Collection, Document, Upload
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
-from corpus.writebacks import writeback_propose
 from readers.extract import ExtractedDocument
 from tests.conftest import client_for
 from tests.threads import committed
-from writeback.models import Critique, ExperienceLog
+from writeback.models import Critique, ExperienceLog, WriteBack
+from writeback.proposals import writeback_propose
 from writeback.tasks import writeback_validate_enqueue
 
 pytestmark = [

@@ -1,4 +1,5 @@
-"""The backward path: after an answer is recorded, a worker validates the write-back it proposed
-(grounding, attribution, relevance, novelty, the loop guard) and curators decide on it. The
-request path only enqueues (writeback.tasks); the proposals themselves and publishing live in
-corpus/writebacks.py, beside the documents they become."""
+"""The backward path: an answer proposed as a corpus addition (proposals.py), validated by a worker
+(validation.py: grounding, attribution, relevance, novelty, the loop guard; the request path only
+enqueues, tasks.py), decided by curators (review.py, api.py, admin.py) or the auto-publish policy,
+published as a document resting on its evidence and carried along when that evidence changes
+(lineage.py); with what the path learns: critiques, the experience log, lessons and gaps."""

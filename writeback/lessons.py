@@ -18,11 +18,11 @@ from rest_framework import status
 from common.exceptions import CairnError
 from corpus.audit import audit
 from corpus.embedder import get_embedder
-from corpus.models import Chunk, Collection, WriteBack
+from corpus.models import Chunk, Collection
 from corpus.selectors import collections_curated_by
 from corpus.strips import section_of, strips_in_context
-from corpus.writebacks import writeback_publish
-from writeback.models import Gap, Lesson, LessonQuestion, Mark
+from writeback.models import Gap, Lesson, LessonQuestion, Mark, WriteBack
+from writeback.proposals import writeback_publish
 
 Phrasings = Sequence[tuple[str, Sequence[float]]]
 

@@ -1,4 +1,5 @@
-"""The backward path's records. The experience store: how each validated answer fared
+"""The backward path's records. Write-backs: answers proposed as corpus additions, each with the
+answers that asked for it again (WriteBackAsking). The experience store: how each validated answer fared
 (ExperienceLog) and why rejected ones were rejected (Critique: later answers to similar questions
 are warned by it). Learning from misses: a reader's mark of where the answer was, and the curators'
 decisions on what went unanswered: lessons (a question and the sentence of a passage that answers
@@ -11,7 +12,105 @@ from django.conf import settings
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
-from corpus.models import EMBEDDING_DIM, Chunk, Collection, Document, WriteBack
+from corpus.models import EMBEDDING_DIM, Chunk, Collection, Document
+
+
+class WriteBack(models.Model):
+    """An answer proposed as a corpus addition (Bidirectional RAG): validated in the background, reviewed by
+    curators (or auto-published by policy), published as a GENERATED document linked to the
+    documents it rests on, and retracted with them."""
+
+    class Status(models.TextChoices):
+        PENDING_VALIDATION = "PENDING_VALIDATION", "pending validation"
+        REJECTED = "REJECTED", "rejected"
+        PENDING_REVIEW = "PENDING_REVIEW", "pending review"
+        PUBLISHED = "PUBLISHED", "published"
+        RETRACTED = "RETRACTED", "retracted"
+
+    # The answer it came from: pipeline.Answer.response_id (writeback does not import pipeline).
+    response_id = models.UUIDField(unique=True)
+    asked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    question = models.TextField()
+    answer = models.TextField(help_text="The answer with its [n] citations; curators may edit it (re-validated).")
+    text = models.TextField(
+        blank=True,
+        help_text="What it would publish: each answer sentence as the claim it makes, citations resolved to titles.",
+    )
+    collection = models.ForeignKey(
+        Collection, on_delete=models.PROTECT, related_name="writebacks", help_text="Where it is published."
+    )
+    evidence = models.JSONField(
+        default=list,
+        help_text="Snapshot of the evidence the answer was written from: [{n, chunk_id, document_id, title, text}].",
+    )
+    evidence_documents = models.ManyToManyField(
+        Document, blank=True, related_name="supported_writebacks", help_text="Lineage: what it rests on."
+    )
+    gate_claims = models.JSONField(
+        default=dict, blank=True,
+        help_text="The output gate's entailment of each claim it showed, by evidence number: validation reuses it.",
+    )  # fmt: skip
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING_VALIDATION)
+    grounding = models.FloatField(null=True, blank=True)
+    attribution = models.FloatField(null=True, blank=True)
+    novelty = models.FloatField(null=True, blank=True)
+    relevance = models.FloatField(null=True, blank=True, help_text="Does the answer address its question?")
+    sentences = models.JSONField(
+        default=list, blank=True, help_text="Per answer sentence: its claim, best entailment and which evidence."
+    )
+    nearest = models.JSONField(default=dict, blank=True, help_text="The most similar existing chunk or write-back.")
+    critique = models.JSONField(default=list, blank=True, help_text="Machine-readable: which check failed and why.")
+    held = models.CharField(max_length=200, blank=True, help_text="Why it waits (the generated-content cap).")
+    versions = models.JSONField(default=dict, blank=True, help_text="Generator, prompt and verifier versions.")
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    question_embedding = VectorField(
+        dimensions=EMBEDDING_DIM, null=True, blank=True, help_text="Finds the same question asked again."
+    )
+    asked = models.PositiveIntegerField(
+        default=1, help_text="Answers merged into it: the question asked again (or reworded), answered the same."
+    )
+    document = models.OneToOneField(
+        Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="writeback"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    review_note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    validated_at = models.DateTimeField(null=True, blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    retracted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "corpus_writeback"  # created as corpus's (writeback migration 0005 moved it)
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "collection"])]
+
+    def __str__(self) -> str:
+        return f"write-back {self.id}: {self.question[:60]}"
+
+
+class WriteBackAsking(models.Model):
+    """One answer that proposed a write-back: the first, and each later answer to the same question
+    (asked again or reworded) with the same answer, merged into it instead of becoming a duplicate."""
+
+    writeback = models.ForeignKey(WriteBack, on_delete=models.CASCADE, related_name="askings")
+    response_id = models.UUIDField(unique=True)
+    question = models.TextField()
+    asked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    asked_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "corpus_writebackasking"
+        ordering = ["asked_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.question[:60]} ({self.asked_at:%Y-%m-%d})"
 
 
 class Mark(models.Model):

@@ -7,9 +7,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from corpus.embedder import get_embedder
-from corpus.models import WriteBack
-from corpus.writebacks import writeback_publish, writeback_reject
-from writeback.models import Critique
+from writeback.models import Critique, WriteBack
+from writeback.proposals import writeback_publish, writeback_reject
 from writeback.validation import advice_record, critique_record, validate
 
 

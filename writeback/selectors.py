@@ -1,4 +1,5 @@
-"""Reads for learning from misses: the lessons that reach a question."""
+"""Reads of the backward path: the write-backs a curator reviews, the critiques that warn a later
+answer, and (learning from misses) the lessons that reach a question."""
 
 from __future__ import annotations
 
@@ -7,10 +8,89 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
 from pgvector.django import CosineDistance
 
-from corpus.selectors import chunks_in_scope, collections_readable_by
-from writeback.models import Adaptation, Lesson, LessonQuestion
+from corpus.models import Collection, Document
+from corpus.selectors import chunks_in_scope, collections_curated_by, collections_quoted_by, collections_readable_by
+from writeback.models import Adaptation, Critique, Lesson, LessonQuestion, WriteBack
+from writeback.proposals import same_question_candidates
+
+
+def writeback_collection_ids(writeback: WriteBack) -> set[int]:
+    """The collections a write-back shows text of: its own, and those its evidence quotes
+    (collections_quoted_by). Whoever sees the write-back curates them all (writebacks_within), so
+    whatever it is shown beside must come from them alone."""
+    evidence = writeback.evidence_documents.all() if writeback.pk else Document.objects.none()
+    return {writeback.collection_id} | collections_quoted_by(evidence)
+
+
+def writebacks_within(collections) -> QuerySet[WriteBack]:
+    """The write-backs of `collections` (a queryset or ids) whose evidence, which a write-back
+    quotes, lies all within them too."""
+    ids = collections.values("id") if isinstance(collections, QuerySet) else list(collections)
+    outside = Collection.objects.exclude(id__in=ids)
+    return (
+        WriteBack.objects.filter(collection_id__in=ids)
+        .exclude(evidence_documents__collection__in=outside)
+        .exclude(evidence_documents__requires_collections__in=outside)
+    )
+
+
+def critiques_curated_by(*, user: AbstractBaseUser) -> QuerySet[Critique]:
+    """The critiques a curator may read: those all of whose collections they curate."""
+    if user.is_superuser:
+        return Critique.objects.all()
+    outside = Collection.objects.exclude(id__in=collections_curated_by(user=user).values("id"))
+    return Critique.objects.exclude(collections__in=outside)
+
+
+def critiques_similar(*, user: AbstractBaseUser, query_vector, limit: int | None = None) -> list[Critique]:
+    """Critiques (that warn) of answers to questions within CAIRN_CRITIQUE_MAX_DISTANCE of this one,
+    nearest first, only those whose every collection `user` may read: a critique quotes evidence.
+    One per distinct text: the same question rejected three times for the same reason is one lesson."""
+    limit = settings.CAIRN_CRITIQUE_LIMIT if limit is None else limit
+    if not limit or query_vector is None:
+        return []
+    readable = collections_readable_by(user=user).values("id")
+    nearest = (
+        Critique.objects.filter(warns=True)
+        .exclude(collections__in=Collection.objects.exclude(id__in=readable))
+        .annotate(distance=CosineDistance("embedding", list(map(float, query_vector))))
+        .filter(distance__lte=settings.CAIRN_CRITIQUE_MAX_DISTANCE)
+        .order_by("distance", "-id")[: limit * 5]
+    )
+    distinct: dict[str, Critique] = {}
+    for critique in nearest:
+        distinct.setdefault(critique.text, critique)
+    return list(distinct.values())[:limit]
+
+
+def writebacks_curated_by(*, user: AbstractBaseUser) -> QuerySet[WriteBack]:
+    """The write-backs `user` curates: writebacks_within the collections they curate."""
+    return writebacks_within(collections_curated_by(user=user))
+
+
+def writeback_siblings(writeback: WriteBack, *, user: AbstractBaseUser) -> QuerySet[WriteBack]:
+    """Other candidate answers to the same question (same_question_candidates) that `user` curates:
+    a sibling in the same collection may rest on evidence they may not read."""
+    if writeback.question_embedding is None:
+        return WriteBack.objects.none()
+    return same_question_candidates(
+        writeback.question_embedding, collection_id=writeback.collection_id, exclude_id=writeback.id
+    ).filter(pk__in=writebacks_curated_by(user=user).values("pk"))
+
+
+def writeback_list(*, user: AbstractBaseUser, status: str | None = None) -> QuerySet[WriteBack]:
+    """Write-backs for a curator (of the collections they curate), the most-asked first, then the
+    newest, optionally of one status, with the questions that asked each."""
+    writebacks = (
+        writebacks_curated_by(user=user)
+        .select_related("collection", "document", "reviewer")
+        .prefetch_related("askings")
+        .order_by("-asked", "-created_at", "-id")
+    )
+    return writebacks.filter(status=status) if status else writebacks
 
 
 @dataclass(frozen=True)

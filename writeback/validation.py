@@ -45,12 +45,13 @@ from pgvector.django import CosineDistance
 from common.exceptions import CairnError
 from corpus.audit import audit
 from corpus.embedder import get_embedder
-from corpus.models import Chunk, Document, WriteBack
-from corpus.selectors import documents_within, writeback_collection_ids, writebacks_within
+from corpus.models import Chunk, Document
+from corpus.selectors import documents_within
 from corpus.services import embedding_input
-from corpus.writebacks import cap_reason, writeback_publish, writeback_title
 from judges.grounding import SentenceCheck, answer_relevance, answer_sentences, check_grounding, claim_for
-from writeback.models import Critique, ExperienceLog
+from writeback.models import Critique, ExperienceLog, WriteBack
+from writeback.proposals import cap_reason, writeback_publish, writeback_title
+from writeback.selectors import writeback_collection_ids, writebacks_within
 
 
 @dataclass

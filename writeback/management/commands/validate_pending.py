@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
-from corpus.models import WriteBack
+from writeback.models import WriteBack
 from writeback.tasks import writeback_validate_enqueue
 from writeback.validation import writeback_validate
 

@@ -20,10 +20,11 @@ from common.exceptions import CairnError
 from corpus.audit import audit
 from corpus.citations import without_citations
 from corpus.embedder import Embedder
-from corpus.lineage import readers_of_evidence_only
-from corpus.models import Collection, Document, WriteBack, WriteBackAsking
+from corpus.models import Collection, Document
 from corpus.services import WRITEBACK_SOURCE_PREFIX, documents_ingest
 from readers.extract import ExtractedDocument
+from writeback.lineage import readers_of_evidence_only
+from writeback.models import WriteBack, WriteBackAsking
 
 
 def writeback_propose(
