@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import sys
 import time
@@ -21,6 +22,10 @@ from judges.nli_data import DEFAULT_DATA, SharedDataMissing, shared_path, shared
 RESULTS = ROOT / "benchmarks" / "results"
 CACHE = RESULTS / "cache"  # embeddings of the shared data sets, reused across runs (git-ignored)
 SHARED_DATA = DEFAULT_DATA  # ../shared/data beside the checkout, or CAIRN_SHARED_DATA
+
+
+# The environment the benchmark was started with, before django_setup's defaults: its command.
+STARTED_WITH = dict(os.environ)
 
 
 def django_setup() -> None:
@@ -141,10 +146,19 @@ def code_version() -> str:
     return f"{commit}-dirty" if dirty else commit
 
 
+def command() -> str:
+    """How this benchmark was started, as one would type it again from the checkout."""
+    settings = [f"{k}={v}" for k, v in sorted(STARTED_WITH.items())
+                if k.startswith("CAIRN_") and not any(w in k for w in ("SECRET", "PASSWORD", "TOKEN", "KEY"))]  # fmt: skip
+    return shlex.join([*settings, ".venv/bin/python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+
+
 def write_result(name: str, result: dict) -> Path:
-    """results/NAME.json: `result` with when it was measured, on which commit and how many cores."""
+    """results/NAME.json: `result` with when it was measured, on which commit, by which command
+    (with the CAIRN_ settings it was given, secrets left out) and on how many cores."""
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stamp = {"measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": code_version(), "cpu_count": os.cpu_count()}
+    stamp = {"measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": code_version(), "command": command(),
+             "cpu_count": os.cpu_count()}  # fmt: skip
     result = stamp | result
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")

@@ -1,6 +1,6 @@
 """The verified forward path on the NQ shared split: answer accuracy, the gate's action, latency.
 
-    .venv/bin/python benchmarks/forward_path.py [--questions 200]
+    .venv/bin/python benchmarks/forward_path.py [--questions 200] [--records FILE]
     CAIRN_MODEL_RUNTIME=torch .venv/bin/python benchmarks/forward_path.py   # PyTorch's: forward_path_torch.json
 
 The corpus is the split's gold Wikipedia passages in collection `nq` of the `cairn_bench`
@@ -22,15 +22,19 @@ mode `fast`, top_k 8:
   passage present and with it removed;
 - with it removed, how often an answer still comes back, and how often that answer lacks every
   gold answer string (the cost of a gate that trusts too easily).
-Writes benchmarks/results/forward_path.json and forward_path.png.
+Writes benchmarks/results/forward_path.json and forward_path.png; --records FILE also writes what
+each question got (action, answer, cited passages; gold present, then removed), one JSON line
+each, to compare two versions of the code answer for answer.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from _common import RESULTS, django_setup, has_gold, nq_corpus, nq_rows, percentile, write_result
 
@@ -73,6 +77,7 @@ def answered(scores: list[tuple[float, bool]], t: float) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--questions", type=int, default=200, help="Report-part questions to ask (of 223).")
+    parser.add_argument("--records", type=Path, help="Write each question's action, answer and citations here.")
     args = parser.parse_args()
     django_setup()
     from django.conf import settings
@@ -108,10 +113,18 @@ def main() -> None:
     # rests on the highest relevance; a CORRECT is false when no chunk that cleared the threshold
     # holds the answer (with the gold passage removed, another passage often does).
     scored = {"present": [], "removed": []}
+    records = []
+
+    def record(index: int, state, gold_present: bool) -> None:
+        cited = sorted(c.hit.chunk_id for c in state.candidates if c.n in state.generation.cited and c.hit)
+        records.append({"question": rows[index]["question"], "gold_present": gold_present, "action": state.action,
+                        "answer": state.generation.text, "cited_chunks": cited})  # fmt: skip
+
     timings: dict[str, list[float]] = {}
     with override_settings(CAIRN_SEARCH_PROVIDER="searxng", CAIRN_SEARCH_URL=searx_url):
         for index in tqdm(questions, desc="asking (gold present)", unit="q"):
             state = ask(index)
+            record(index, state, gold_present=True)
             scored["present"].append(candidate_scores(state, rows[index]["answers"]))
             for stage, ms in state.timings_ms.items():
                 timings.setdefault(stage, []).append(ms)
@@ -136,6 +149,7 @@ def main() -> None:
             with transaction.atomic():
                 Document.objects.filter(id=gold[index]).update(status=Document.Status.RETRACTED)
                 state = ask(index)
+                record(index, state, gold_present=False)
                 removed["actions"][state.action] += 1
                 # What a user gets when the corpus lost the passage: an answer or "not found".
                 removed["answered"] += state.generation.found
@@ -206,6 +220,9 @@ def main() -> None:
     if name == "forward_path":
         plot(result, stages)
     print(f"wrote {write_result(name, result)}")
+    if args.records:
+        args.records.write_text("".join(json.dumps(r) + "\n" for r in records))
+        print(f"wrote {args.records}")
 
 
 def plot(result: dict, stages: list[str]) -> None:

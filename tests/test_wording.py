@@ -4,6 +4,7 @@ subject, and two phrasings of that kind fail this test wherever they appear."""
 
 import ast
 import io
+import itertools
 import os
 import re
 import tokenize
@@ -81,3 +82,13 @@ def test_the_readme_is_short_and_no_table_cell_is_a_paragraph():
         if line.startswith("|") and any(len(cell.strip()) > 300 for cell in line.strip("|").split("|"))
     ]
     assert long_cells == []
+
+
+def test_every_figure_in_the_readme_names_its_command_date_and_commit():
+    # A figure a reader cannot re-run, or cannot place in time and code, is not one to trust.
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| figure | latest |"))
+    rows = list(itertools.takewhile(lambda line: line.startswith("|"), lines[start + 2 :]))
+    measured = re.compile(r"`[\w.]+\.py[^`]*` · \d{4}-\d{2}-\d{2} · [0-9a-f]{7}")
+    unplaced = [row[:80] for row in rows if not measured.search(row.strip("|").split("|")[3])]
+    assert rows and unplaced == []
