@@ -148,7 +148,7 @@ class Chunk(models.Model):
         db_default={},
         blank=True,
         help_text='Where it sits in the original file: {"page": 12}, {"slide": 4}, {"sheet": "Prices", '
-        '"rows": [2, 41]} (corpus/locations.py); empty for formats without pages.',
+        '"rows": [2, 41]} (readers/locations.py); empty for formats without pages.',
     )
     text = models.TextField()
     token_count = models.PositiveIntegerField()

@@ -44,7 +44,7 @@ function progressStep(data) {
   list.hidden = false;
 }
 
-// Stream parsing: blank-line separated events of `event:` and one `data:` line (config/sse.py).
+// Stream parsing: blank-line separated events of `event:` and one `data:` line (common/sse.py).
 async function* events(response) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
