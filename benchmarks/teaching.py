@@ -282,17 +282,22 @@ def run_manual(name: str, threshold: float) -> dict:
     manual = Manual(name)
     with override_settings(CAIRN_LESSON_SIMILARITY=threshold, CAIRN_WRITEBACK=False, CAIRN_ADAPT_CONFIDENCE=True):
         manual.clear()
-        manual.ask("teacher", "warm up: what is this manual about?")
-        before = manual.ask_all("before")
-        taught = manual.teach()
-        curated = manual.curate(taught.pop("asked"))
-        # The task a curator's decision enqueues, run here; measured apart: lessons alone first, then
-        # with the collection's adapted confidence where it passed its held-out check.
-        adaptation = confidence_adapt(manual.collection)
-        Adaptation.objects.filter(id=adaptation.id).update(serving=False)
-        after = manual.ask_all("after")
-        Adaptation.objects.filter(id=adaptation.id).update(serving=adaptation.serving)
-        adapted = manual.ask_all("adapted", ("untaught", "unanswerable")) if adaptation.serving else None
+        try:
+            manual.ask("teacher", "warm up: what is this manual about?")
+            before = manual.ask_all("before")
+            taught = manual.teach()
+            curated = manual.curate(taught.pop("asked"))
+            # The task a curator's decision enqueues, run here; measured apart: lessons alone first,
+            # then with the collection's adapted confidence where it passed its held-out check.
+            adaptation = confidence_adapt(manual.collection)
+            Adaptation.objects.filter(id=adaptation.id).update(serving=False)
+            after = manual.ask_all("after")
+            Adaptation.objects.filter(id=adaptation.id).update(serving=adaptation.serving)
+            adapted = manual.ask_all("adapted", ("untaught", "unanswerable")) if adaptation.serving else None
+        finally:
+            # Its lessons, adapted confidence and counters would steer every later benchmark on this
+            # database (docs_qa, runtime, answer_replay): a replay leaves the manual as it found it.
+            manual.clear()
     return {
         "set": name, "threshold": threshold, "teaching": taught | curated,
         "adaptation": {"shift": adaptation.confidence_shift, "serving": adaptation.serving, **adaptation.figures},
