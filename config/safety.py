@@ -71,8 +71,16 @@ def web_process_start() -> None:
     unsafe start, then load the models in the background. Only web processes pay for the warm-up."""
     refuse_unsafe_start()
     if settings.CAIRN_WARM_MODELS:
-        from corpus.embedder import embedder_warm_in_background
-        from judges.verifiers import verifiers_warm_in_background
+        import threading
 
-        embedder_warm_in_background()
-        verifiers_warm_in_background()
+        from corpus.embedder import embedder_warm
+        from judges.verifiers import verifiers_warm
+
+        def warm() -> None:
+            # One model at a time, in one thread: two threads compiling OpenVINO models at once
+            # gain nothing on a few cores, and a served test's worker once stopped answering while
+            # both ran (tests/test_serving.py's wait_healthy).
+            embedder_warm()
+            verifiers_warm()
+
+        threading.Thread(target=warm, name="cairn-warm-models", daemon=True).start()

@@ -223,13 +223,10 @@ def embedder_loaded() -> bool:
     return _instance is not None
 
 
-def embedder_warm_in_background() -> None:
-    """Load the embedder in a daemon thread, so a web process's first question does not wait for it."""
-
-    def warm() -> None:
-        # TorchScript optimises a traced graph over its first calls, and OpenVINO compiles a kernel
-        # for each new input shape: make them here, not on a question.
-        for _ in range(3):
-            get_embedder().embed(["warm up the query path"])
-
-    threading.Thread(target=warm, name="cairn-warm-embedder", daemon=True).start()
+def embedder_warm() -> None:
+    """Load the embedder and run it, so a web process's first question does not wait for it
+    (config.safety.web_process_start calls it in a thread of its own)."""
+    # TorchScript optimises a traced graph over its first calls, and OpenVINO compiles a kernel
+    # for each new input shape: make them here, not on a question.
+    for _ in range(3):
+        get_embedder().embed(["warm up the query path"])

@@ -220,6 +220,9 @@ def amx() -> bool:
         return False
 
 
+_COMPILING = threading.Lock()
+
+
 class OpenVinoBert:
     """One BERT compiled by OpenVINO for this CPU: texts (or (text, text) pairs) in, the head's
     output out, tokenised by the model's own tokenizer.json. Each thread runs its own inference
@@ -234,15 +237,16 @@ class OpenVinoBert:
         self.directory = Path(directory)
         self.config = json.loads((self.directory / "config.json").read_text())
         self.graph = cached_graph(self.directory, head)
-        self.precision = precision(dtype)
-        properties = {"INFERENCE_PRECISION_HINT": self.precision, "PERFORMANCE_HINT": "LATENCY"}
-        if threads:
-            properties["INFERENCE_NUM_THREADS"] = threads
-        if threads and threads < (os.cpu_count() or 1):
-            # A share of the cores (config/gunicorn.py gives each web worker one): left unpinned, or
-            # every worker process pins its threads to the same first cores and the rest sit idle.
-            properties["ENABLE_CPU_PINNING"] = False
-        self.compiled = openvino.Core().compile_model(str(self.graph), "CPU", properties)
+        with _COMPILING:  # one compilation at a time in a process: nothing to gain from two at once
+            self.precision = precision(dtype)
+            properties = {"INFERENCE_PRECISION_HINT": self.precision, "PERFORMANCE_HINT": "LATENCY"}
+            if threads:
+                properties["INFERENCE_NUM_THREADS"] = threads
+            if threads and threads < (os.cpu_count() or 1):
+                # A share of the cores (config/gunicorn.py gives each web worker one): left unpinned,
+                # or every worker process pins its threads to the same first cores and the rest idle.
+                properties["ENABLE_CPU_PINNING"] = False
+            self.compiled = openvino.Core().compile_model(str(self.graph), "CPU", properties)
         self.max_length = min(max_length, self.config.get("max_position_embeddings", max_length))
         self.tokenizer = Tokenizer.from_file(str(self.directory / "tokenizer.json"))
         self.tokenizer.no_padding()

@@ -318,17 +318,15 @@ def verifiers_loaded() -> bool:
     return wanted <= _instances.keys()
 
 
-def verifiers_warm_in_background() -> None:
-    """Load the verifiers and the answer judge in a daemon thread and run one pair each, so a web process's first
-    question does not pay for loading them. A missing model is reported by the first question."""
+def verifiers_warm() -> None:
+    """Load the verifiers and the answer judge and run one pair each, so a web process's first
+    question does not pay for loading them (config.safety.web_process_start calls it in a thread of
+    its own). A missing model is reported by the first question."""
     import logging
 
-    def warm() -> None:
-        try:
-            get_relevance_model().score("warm up", ["the verification gate"])
-            get_entailment_model().predict([("warm up", "the verification gate")])
-            get_answer_judge().score("warm up", ["the verification gate"])
-        except ImproperlyConfigured as exc:
-            logging.getLogger(__name__).error("verifier models not loaded: %s", exc)
-
-    threading.Thread(target=warm, name="cairn-warm-verifiers", daemon=True).start()
+    try:
+        get_relevance_model().score("warm up", ["the verification gate"])
+        get_entailment_model().predict([("warm up", "the verification gate")])
+        get_answer_judge().score("warm up", ["the verification gate"])
+    except ImproperlyConfigured as exc:
+        logging.getLogger(__name__).error("verifier models not loaded: %s", exc)

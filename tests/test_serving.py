@@ -74,12 +74,27 @@ class Server:
     def __init__(self, port: int, **extra):
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}", "--no-worker"],
-            cwd=ROOT, env=env(CAIRN_WEB_WORKERS="1", CAIRN_ACCESS_LOG="", **extra),
+            cwd=ROOT, env=env(CAIRN_WEB_WORKERS="1", CAIRN_ACCESS_LOG="", PYTHONFAULTHANDLER="1", **extra),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         self.lines: list[str] = []
         self.reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout), daemon=True)
         self.reader.start()
+
+    def workers_stacks(self) -> str:
+        """Every thread's stack in the web workers (faulthandler, on SIGSEGV: gunicorn handles SIGABRT itself), for a failure message:
+        what a worker that stopped answering was doing."""
+        children = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        arbiters = children.get(self.process.pid, [])
+        for worker in [w for arbiter in arbiters for w in children.get(arbiter, [])]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker, signal.SIGSEGV)
+        time.sleep(2)
+        return self.output()
 
     def output(self) -> str:
         """What the server printed (all of it once it has exited)."""
@@ -117,8 +132,8 @@ def wait_healthy(base: str, server: Server, seconds=180) -> None:
             last = exc
         time.sleep(0.5)
     raise AssertionError(
-        f"the server did not become healthy in {seconds} s; health last answered {last!r}; it printed:\n"
-        + server.output()[-3000:]
+        f"the server did not become healthy in {seconds} s; health last answered {last!r}; it printed, "
+        "then its workers' stacks:\n" + server.workers_stacks()[-12000:]
     )
 
 
