@@ -13,14 +13,17 @@ is not stored yet, so on a fresh checkout the one command asks everything (about
 here) and then replays. A capture is only as clean as the database it asks: lessons, an adapted
 confidence or feedback left in a manual's collection steer its answers (teaching.py leaves none).
 
-lomo: the real ExtractiveGenerator runs again on the stored evidence, its judge reading the stored
-scores, once for each point of GRID (the settings the answer depends on). Leave one manual out: for
-each manual, the point that handles the most questions right on the *other* manuals (gold string in
-a stated answer, or "not found" for a question the manual cannot answer; mean over manuals; ties:
-the shipped settings) is reported on it. The headline is the worst and the mean
-over left-out manuals, beside the shipped settings' figure on each. A point is only as good as the
-evidence: retrieval and the gate are not replayed, so what changes here is which sentences answer.
-At the shipped settings the replay must give every captured answer again (reported).
+lomo: every setting the answer path tunes is chosen leaving one manual out. The gate's (GATE) decide
+which evidence the answer reads, so each of their other values is captured too, through the
+pipeline in process with the rest as shipped (about 0.1 s a question with the models' scores
+remembered). On each capture the real ExtractiveGenerator runs again on the stored evidence, its
+judge reading the stored scores, once for each point of GRID (the answer's settings). For each
+manual, the point that handles the most questions right on the *other* manuals (gold string in a
+stated answer, or "not found" for a question the manual cannot answer; mean over manuals; ties: the
+shipped settings) while their stated answers stay right as often as the answer confidence is fitted
+for (judges.confidence_training.TARGET_PRECISION, mean over manuals) is reported on it. The headline is the worst and the mean over left-out manuals,
+beside the shipped settings' figure on each. At each gate point with the answer's settings as
+shipped, the replay must give every captured answer again (reported).
 Writes benchmarks/results/answer_replay.json and .png.
 """
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import itertools
 import json
 import os
@@ -52,6 +56,21 @@ GRID = {
     "FAR_BETTER": [1.5, 2.5, 4.0],
     "CAIRN_ANSWER_MARGIN": [0.1, 0.3],
     "CAIRN_ANSWER_STATED_FLOOR": [0.1, 0.2],  # and the calibrated one (models/calibration.json)
+    "CAIRN_ANSWER_CONFIDENCE": [0.5, 0.8],  # and the fitted one (models/confidence/model.json)
+}
+# The gate's settings (pipeline/gate.py; the answer threshold also decides which passages can
+# dispute each other): a replay cannot vary them, as they decide which evidence the answer reads,
+# so each other value is captured through the pipeline, the rest as shipped (a star around the
+# shipped settings, not a grid: a capture is a pass over every question), and the answer's GRID
+# is replayed on each.
+GATE = {
+    "CAIRN_RELEVANCE_UPPER": [0.35, 0.55],  # calibrated 0.460
+    "CAIRN_RELEVANCE_LOWER": [0.1, 0.3],  # calibrated 0.198
+    "CAIRN_VERIFIED_THRESHOLD": [0.65, 0.85],
+    "CAIRN_UNCERTAIN_THRESHOLD": [0.3, 0.5],
+    "CAIRN_STRIP_THRESHOLD": [0.2, 0.4],
+    "CAIRN_COVERAGE_THRESHOLD": [0.1, 0.3],
+    "CAIRN_ANSWER_THRESHOLD": [0.8, 0.95],  # calibrated 0.883
 }
 SETS = ("python", "apache", "nodejs", "git", "sqlite", "bash", "postfix", "rust", "django", "nq", "nq_report")
 DEFAULT_SETS = SETS[:-1]  # the nine manuals and NQ's calibration part; its report part is forward_path.py's
@@ -61,17 +80,10 @@ def cache_path(name: str) -> Path:
     return CACHE / f"replay_{name}.json"
 
 
-def capture(name: str) -> None:
-    from django.contrib.auth.models import User
-    from django.test import Client
-    from tqdm import tqdm
-
-    from corpus.models import Collection
-    from docs_qa import SETS as DOC_SETS
-    from docs_qa import ingest
-    from judges.verifiers import get_answer_judge
-    from pipeline import generators
-
+@functools.cache
+def set_questions(name: str) -> tuple[list[dict], str, object]:
+    """A set's questions, the slug of the collection they are asked in and a reader of it (once a run:
+    a manual's pages are read again to find what changed)."""
     if name in ("nq", "nq_report"):
         # The calibration part of held-out NQ (forward_path.py reports on the other part, "nq_report"):
         # Wikipedia passages, so that weights chosen on manuals are weighed on encyclopedic text too.
@@ -85,23 +97,19 @@ def capture(name: str) -> None:
             {"id": f"nq-{i}", "question": rows[i]["question"], "answerable": True, "gold": rows[i]["answers"]}
             for i in calibration_split(held_out)[name == "nq_report"]
         ]
-        slug = collection.slug
-    else:
-        docs = DOC_SETS[name]
-        questions = [json.loads(line) for line in (docs.folder / "questions.jsonl").read_text().splitlines() if line]
-        slug = docs.collection
-    path = cache_path(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    stored = json.loads(path.read_text()) if path.exists() else {}
-    stored = {k: v for k, v in stored.items() if v.get("status") == 200}  # asked again: throttled, failed
-    if all(q["id"] in stored for q in questions):
-        return
-    if name not in ("nq", "nq_report"):
-        ingest(docs, fresh=False)  # unchanged pages are skipped; docs_qa.py --throughput times ingestion
-        user, _ = User.objects.get_or_create(username=f"{docs.collection}-reader")
-        user.groups.add(*Collection.objects.get(slug=docs.collection).groups.all())
-    client = Client()
-    client.force_login(user)
+        return questions, collection.slug, user
+    from docs_qa import SETS as DOC_SETS
+    from docs_qa import manual_reader
+
+    collection, user, questions = manual_reader(DOC_SETS[name])  # docs_qa.py --throughput times ingestion
+    return questions, collection.slug, user
+
+
+@contextmanager
+def evidence_seen():
+    """The VERIFIED evidence each ExtractiveGenerator.generate call is given, in a list."""
+    from pipeline import generators
+
     seen: list = []
     original = generators.ExtractiveGenerator.generate
 
@@ -111,6 +119,38 @@ def capture(name: str) -> None:
 
     generators.ExtractiveGenerator.generate = generate
     try:
+        yield seen
+    finally:
+        generators.ExtractiveGenerator.generate = original
+
+
+def with_evidence(record: dict, question: str, seen: list) -> dict:
+    """The record with the evidence the answer was written from, and the judge's score of its strips."""
+    from judges.verifiers import get_answer_judge
+
+    if seen:
+        evidence = seen[-1]
+        texts = sorted({t for e in evidence for t in (e.judged or e.sentences)})
+        scores = get_answer_judge().score(question, texts).tolist() if texts else []
+        record["evidence"] = [dataclasses.asdict(e) for e in evidence]
+        record["scores"] = dict(zip(texts, scores, strict=True))
+    return record
+
+
+def capture(name: str) -> None:
+    from django.test import Client
+    from tqdm import tqdm
+
+    questions, slug, user = set_questions(name)
+    path = cache_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stored = json.loads(path.read_text()) if path.exists() else {}
+    stored = {k: v for k, v in stored.items() if v.get("status") == 200}  # asked again: throttled, failed
+    if all(q["id"] in stored for q in questions):
+        return
+    client = Client()
+    client.force_login(user)
+    with evidence_seen() as seen:
         for q in tqdm([q for q in questions if q["id"] not in stored], desc=f"capturing {name}", unit="q"):
             seen.clear()
             response = client.post(
@@ -125,16 +165,83 @@ def capture(name: str) -> None:
                       "ms": body.get("timings_ms", {}).get("total"),
                       # Every passage as the reader's card shows it: where a "where to look" answer points.
                       "passages": {e["n"]: e["text"] for e in body.get("evidence", [])}}  # fmt: skip
-            if seen:
-                evidence = seen[-1]
-                texts = sorted({t for e in evidence for t in (e.judged or e.sentences)})
-                scores = get_answer_judge().score(q["question"], texts).tolist() if texts else []
-                record["evidence"] = [dataclasses.asdict(e) for e in evidence]
-                record["scores"] = dict(zip(texts, scores, strict=True))
-            stored[q["id"]] = record
+            stored[q["id"]] = with_evidence(record, q["question"], seen)
             path.write_text(json.dumps(stored))
+
+
+def gate_points(shipped: dict) -> list[dict]:
+    """The gate's settings as shipped, and each of GATE's other values with the rest as shipped."""
+    return [{}] + [{k: v} for k in GATE for v in GATE[k] if v != shipped[k]]
+
+
+def gate_cache_path(name: str, gate: dict) -> Path:
+    ((key, value),) = gate.items()
+    return CACHE / "gate" / f"replay_{name}@{key.removeprefix('CAIRN_').lower()}={value}.json"
+
+
+def capture_gate(name: str, gate: dict) -> dict:
+    """The set's questions at one of the gate's other settings: the pipeline in process, every stage
+    but `record` (which only stores the answer), as the API runs it, with the models' scores
+    remembered across points (remembering). Stored as capture() stores them; a re-run resumes."""
+    from django.test import override_settings
+    from tqdm import tqdm
+
+    from pipeline.services import query_state
+    from pipeline.stages import STAGES, pipeline_run, record
+
+    path = gate_cache_path(name, gate)
+    stored = json.loads(path.read_text()) if path.exists() else {}
+    questions, slug, user = set_questions(name)
+    if all(q["id"] in stored for q in questions):
+        return stored
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (label,) = (f"{k}={v}" for k, v in gate.items())
+    with override_settings(**gate), evidence_seen() as seen:
+        for q in tqdm([q for q in questions if q["id"] not in stored], desc=f"{name} at {label}", unit="q"):
+            seen.clear()
+            state = query_state(user=user, question=q["question"], top_k=8, collections=[slug], mode="fast")
+            pipeline_run(state, [stage for stage in STAGES if stage is not record])
+            generation = state.generation
+            entry = {"question": q, "answer": generation.text, "found": generation.found}
+            stored[q["id"]] = with_evidence(entry, q["question"], seen)
+            if len(stored) % 25 == 0:
+                path.write_text(json.dumps(stored))
+    path.write_text(json.dumps(stored))
+    return stored
+
+
+@contextmanager
+def remembering():
+    """Every relevance and answer-judge score, NLI prediction and embedding kept for the run: each
+    point of the gate asks mostly what the others asked."""
+    from corpus.embedder import get_embedder
+    from judges import verifiers
+
+    recent = verifiers.CrossEncoderRelevance.RECENT
+    verifiers.CrossEncoderRelevance.RECENT = 10**9
+    nli, embedder = verifiers.get_entailment_model(), get_embedder()
+    predictions: dict = {}
+    vectors: dict = {}
+    predict, embed = nli.predict, embedder.embed
+
+    def remembered_predict(pairs):
+        if todo := [p for p in dict.fromkeys(pairs) if p not in predictions]:
+            predictions.update(zip(todo, predict(todo), strict=True))
+        return np.array([predictions[p] for p in pairs], dtype=np.float32).reshape(len(pairs), 3)
+
+    def remembered_embed(texts):
+        if not texts:
+            return embed(texts)
+        if todo := [t for t in dict.fromkeys(texts) if t not in vectors]:
+            vectors.update(zip(todo, embed(todo), strict=True))
+        return np.array([vectors[t] for t in texts])
+
+    nli.predict, embedder.embed = remembered_predict, remembered_embed
+    try:
+        yield
     finally:
-        generators.ExtractiveGenerator.generate = original
+        verifiers.CrossEncoderRelevance.RECENT = recent
+        del nli.predict, embedder.embed  # the instances' own methods again
 
 
 class StoredJudge:
@@ -225,17 +332,23 @@ def lomo(names: list[str]) -> dict:
     from django.conf import settings
     from tqdm import tqdm
 
-    records = {n: list(json.loads(cache_path(n).read_text()).values()) for n in names}
+    from judges.confidence_training import TARGET_PRECISION
     from pipeline import extractive
 
-    shipped = {k: getattr(settings, k) if k.startswith("CAIRN_") else getattr(extractive, k) for k in GRID}
-    grid = points(shipped)
+    shipped_gate = {k: getattr(settings, k) for k in GATE}
+    shipped_answer = {k: getattr(settings, k) if k.startswith("CAIRN_") else getattr(extractive, k) for k in GRID}
+    shipped = shipped_gate | shipped_answer
+    answer_points = points(shipped_answer)
     table = {}
-    for point in tqdm(grid, desc="replaying", unit="point"):
-        table[json.dumps(point, sort_keys=True)] = {n: replay(records[n], point) for n in names}
+    with remembering():
+        for gate in gate_points(shipped_gate):
+            captured = {n: (capture_gate(n, gate) if gate else json.loads(cache_path(n).read_text())) for n in names}
+            records = {n: list(captured[n].values()) for n in names}
+            label = ", ".join(f"{k}={v}" for k, v in gate.items()) or "gate as shipped"
+            for answer in tqdm(answer_points, desc=f"replaying ({label})", unit="point"):
+                point = shipped_gate | gate | answer
+                table[json.dumps(point, sort_keys=True)] = {n: replay(records[n], point) for n in names}
     default_key = json.dumps(shipped, sort_keys=True)
-    if default_key not in table:
-        table[default_key] = {n: replay(records[n], shipped) for n in names}
 
     def share(row: dict) -> float:
         return row["gold_in_answer"] / max(1, row["asked"])
@@ -244,34 +357,64 @@ def lomo(names: list[str]) -> dict:
         """Questions handled right: answerable ones with the gold string stated, the others "not found"."""
         return (row["gold_in_answer"] + row["not_found"]) / max(1, row["asked"] + row["unanswerable"])
 
+    def precision(row: dict) -> float:
+        """Stated answers that are right: an unanswerable question answered is a wrong one."""
+        said = row["stated"] + row["unanswerable"] - row["not_found"]
+        return row["gold_in_answer"] / said if said else 1.0
+
+    def figures(row: dict) -> dict:
+        return row | {"share": share(row), "precision": precision(row)}
+
     left_out = {}
     for held in names:
         others = [n for n in names if n != held]
-        # The point handling the most questions right on the other manuals (their mean); a tie goes
-        # to the shipped point. Gold strings alone would reward answering every unanswerable question.
-        best = max(table, key=lambda k: (np.mean([right(table[k][n]) for n in others]), k == default_key))
+        # The point handling the most questions right on the other manuals (their mean) among those
+        # whose stated answers keep the precision the answer confidence is fitted to on them
+        # (TARGET_PRECISION, mean over sets); a tie goes to the shipped point. Without that bound
+        # the lowest confidence threshold wins: more gold stated, and more wrong answers stated.
+        kept = [k for k in table if np.mean([precision(table[k][n]) for n in others]) >= TARGET_PRECISION]
+        best = max(
+            kept or [default_key], key=lambda k: (np.mean([right(table[k][n]) for n in others]), k == default_key)
+        )
         left_out[held] = {
             "chosen": json.loads(best),
-            "left_out": table[best][held] | {"share": share(table[best][held])},
-            "shipped": table[default_key][held] | {"share": share(table[default_key][held])},
+            "left_out": figures(table[best][held]),
+            "shipped": figures(table[default_key][held]),
         }
     # The headline is over manuals; NQ (encyclopedic text) weighs in on every choice but is no manual.
     manuals = [n for n in names if not n.startswith("nq")]
     shares = [left_out[n]["left_out"]["share"] for n in manuals]
     shipped_shares = [left_out[n]["shipped"]["share"] for n in manuals]
-    # The replay at the shipped settings must give the answers the pipeline gave when captured.
-    fidelity = {n: (table[default_key][n]["same_as_captured"], table[default_key][n]["replayed"]) for n in names}
+    precisions = {
+        which: float(np.mean([left_out[n][which]["precision"] for n in manuals])) for which in ("left_out", "shipped")
+    }
+    # At each gate point, the replay at the answer's shipped settings must give the captured answers.
+    fidelity = {
+        ", ".join(f"{k}={v}" for k, v in gate.items()) or "shipped": {
+            n: (row[n]["same_as_captured"], row[n]["replayed"])
+            for n in names
+            if (row := table[json.dumps(shipped | gate, sort_keys=True)])
+        }
+        for gate in gate_points(shipped_gate)
+    }
     return {
         "sets": names,
         "replay_identical_at_shipped": fidelity,
         "grid": GRID,
+        "gate": GATE,
         "shipped": shipped,
         "left_out": left_out,
         "worst_left_out": min(shares),
         "mean_left_out": float(np.mean(shares)),
         "shipped_worst": min(shipped_shares),
         "shipped_mean": float(np.mean(shipped_shares)),
-        "table": table,
+        "target_precision": TARGET_PRECISION,
+        "mean_precision_left_out": precisions["left_out"],
+        "shipped_mean_precision": precisions["shipped"],
+        # The points chosen in some fold and the shipped one (every point's rows would be 4 MB).
+        "table": {
+            k: table[k] for k in {default_key} | {json.dumps(v["chosen"], sort_keys=True) for v in left_out.values()}
+        },
     }
 
 
@@ -283,15 +426,18 @@ def plot(result: dict) -> None:
 
     names = result["sets"]
     x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(8, 4))
-    ax.bar(x - 0.2, [result["left_out"][n]["shipped"]["share"] for n in names], 0.4, label="shipped settings")
-    ax.bar(x + 0.2, [result["left_out"][n]["left_out"]["share"] for n in names], 0.4, label="chosen on the others")
-    ax.axhline(0.7, color="grey", linestyle="--", linewidth=1, label="floor 0.70")
-    ax.set_xticks(x, names)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("gold string in a stated answer")
-    ax.set_title("Extractive answer, each manual left out")
-    ax.legend(loc="lower right")
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4))
+    for ax, key, label in ((axes[0], "share", "gold string in a stated answer (answerable questions)"),
+                           (axes[1], "precision", "stated answers that are right")):  # fmt: skip
+        ax.bar(x - 0.2, [result["left_out"][n]["shipped"][key] for n in names], 0.4, label="shipped settings")
+        ax.bar(x + 0.2, [result["left_out"][n]["left_out"][key] for n in names], 0.4, label="chosen on the others")
+        ax.set_xticks(x, names)
+        ax.set_ylim(0, 1)
+        ax.set_title(label, fontsize=10)
+    axes[1].axhline(result["target_precision"], color="grey", linestyle="--", linewidth=1, label="target on the others")
+    axes[0].legend(loc="upper right")
+    axes[1].legend(loc="lower right")
+    fig.suptitle("Every setting of the answer path chosen with each manual left out")
     fig.tight_layout()
     fig.savefig(RESULTS / "answer_replay.png", dpi=120)
 
@@ -314,8 +460,9 @@ def main() -> None:
     summary = {n: (v["shipped"]["share"], v["left_out"]["share"], v["chosen"]) for n, v in result["left_out"].items()}
     print(json.dumps(summary, indent=1))
     print("replayed answers identical to the captured ones, shipped settings:", result["replay_identical_at_shipped"])
-    print(f"left out: worst {result['worst_left_out']:.3f}, mean {result['mean_left_out']:.3f}; "
-          f"shipped: worst {result['shipped_worst']:.3f}, mean {result['shipped_mean']:.3f}")  # fmt: skip
+    print(f"left out: worst {result['worst_left_out']:.3f}, mean {result['mean_left_out']:.3f}, "
+          f"precision {result['mean_precision_left_out']:.3f}; shipped: worst {result['shipped_worst']:.3f}, "
+          f"mean {result['shipped_mean']:.3f}, precision {result['shipped_mean_precision']:.3f}")  # fmt: skip
     plot(result)
 
 

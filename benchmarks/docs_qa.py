@@ -199,6 +199,23 @@ def ingest(docs: DocSet, *, fresh: bool) -> dict:
     return result
 
 
+def manual_reader(docs: DocSet):
+    """The set's collection (ingested; unchanged pages are skipped), a reader of it, and its questions."""
+    from django.contrib.auth.models import User
+
+    from corpus.models import Collection
+
+    ingest(docs, fresh=False)
+    collection = Collection.objects.get(slug=docs.collection)
+    user, _ = User.objects.get_or_create(username=f"{docs.collection}-reader")
+    user.groups.add(*collection.groups.all())
+    return collection, user, questions_of(docs)
+
+
+def questions_of(docs: DocSet) -> list[dict]:
+    return [json.loads(line) for line in (docs.folder / "questions.jsonl").read_text().splitlines() if line.strip()]
+
+
 def evidence_record(evidence: list[dict], gold: list[str]) -> list[dict]:
     """Why an answer missed, at a glance: each evidence item's title, bucket and relevance, and the
     strip that holds a gold string, when one does."""
@@ -306,9 +323,7 @@ def main() -> None:
     user.groups.add(*Collection.objects.get(slug=docs.collection).groups.all())
     client = Client()
     client.force_login(user)
-    questions = [
-        json.loads(line) for line in (docs.folder / "questions.jsonl").read_text().splitlines() if line.strip()
-    ]
+    questions = questions_of(docs)
     if args.part != "all":
         questions = [q for q in questions if q["part"] == args.part]
 
