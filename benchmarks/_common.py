@@ -62,6 +62,16 @@ def nq_rows() -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def nq_parts(rows: list[dict]) -> tuple[list[int], list[int], list[int]]:
+    """The NQ rows' numbers in judges.nli_data's split: the training part, and the held-out split's
+    calibration part (thresholds, choices) and report part (figures)."""
+    from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
+
+    train, held_out = split(list(range(len(rows))), held_out=HELD_OUT["nq"], seed=SPLIT_SEED)
+    calibration, report = calibration_split(held_out)
+    return train, calibration, report
+
+
 def has_gold(text: str, answers) -> bool:
     """Does `text` hold one of the gold answer strings (case-insensitive)?"""
     text = text.lower()

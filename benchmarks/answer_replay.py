@@ -87,15 +87,14 @@ def set_questions(name: str) -> tuple[list[dict], str, object]:
     if name in ("nq", "nq_report"):
         # The calibration part of held-out NQ (forward_path.py reports on the other part, "nq_report"):
         # Wikipedia passages, so that weights chosen on manuals are weighed on encyclopedic text too.
-        from _common import nq_corpus, nq_rows
-        from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
+        from _common import nq_corpus, nq_parts, nq_rows
 
         collection, user, _gold = nq_corpus()
         rows = nq_rows()
-        _train, held_out = split(list(range(len(rows))), held_out=HELD_OUT["nq"], seed=SPLIT_SEED)
+        _train, calibration, report = nq_parts(rows)
         questions = [
             {"id": f"nq-{i}", "question": rows[i]["question"], "answerable": True, "gold": rows[i]["answers"]}
-            for i in calibration_split(held_out)[name == "nq_report"]
+            for i in (report if name == "nq_report" else calibration)
         ]
         return questions, collection.slug, user
     from docs_qa import SETS as DOC_SETS
@@ -174,6 +173,11 @@ def gate_points(shipped: dict) -> list[dict]:
     return [{}] + [{k: v} for k in GATE for v in GATE[k] if v != shipped[k]]
 
 
+def gate_label(gate: dict) -> str:
+    """A gate point as the result and the progress bars name it: its one other setting, or "shipped"."""
+    return ", ".join(f"{k}={v}" for k, v in gate.items()) or "shipped"
+
+
 def gate_cache_path(name: str, gate: dict) -> Path:
     ((key, value),) = gate.items()
     return CACHE / "gate" / f"replay_{name}@{key.removeprefix('CAIRN_').lower()}={value}.json"
@@ -195,9 +199,8 @@ def capture_gate(name: str, gate: dict) -> dict:
     if all(q["id"] in stored for q in questions):
         return stored
     path.parent.mkdir(parents=True, exist_ok=True)
-    (label,) = (f"{k}={v}" for k, v in gate.items())
     with override_settings(**gate), evidence_seen() as seen:
-        for q in tqdm([q for q in questions if q["id"] not in stored], desc=f"{name} at {label}", unit="q"):
+        for q in tqdm([q for q in questions if q["id"] not in stored], desc=f"{name} at {gate_label(gate)}", unit="q"):
             seen.clear()
             state = query_state(user=user, question=q["question"], top_k=8, collections=[slug], mode="fast")
             pipeline_run(state, [stage for stage in STAGES if stage is not record])
@@ -344,8 +347,7 @@ def lomo(names: list[str]) -> dict:
         for gate in gate_points(shipped_gate):
             captured = {n: (capture_gate(n, gate) if gate else json.loads(cache_path(n).read_text())) for n in names}
             records = {n: list(captured[n].values()) for n in names}
-            label = ", ".join(f"{k}={v}" for k, v in gate.items()) or "gate as shipped"
-            for answer in tqdm(answer_points, desc=f"replaying ({label})", unit="point"):
+            for answer in tqdm(answer_points, desc=f"replaying (gate {gate_label(gate)})", unit="point"):
                 point = shipped_gate | gate | answer
                 table[json.dumps(point, sort_keys=True)] = {n: replay(records[n], point) for n in names}
     default_key = json.dumps(shipped, sort_keys=True)
@@ -389,14 +391,10 @@ def lomo(names: list[str]) -> dict:
         which: float(np.mean([left_out[n][which]["precision"] for n in manuals])) for which in ("left_out", "shipped")
     }
     # At each gate point, the replay at the answer's shipped settings must give the captured answers.
-    fidelity = {
-        ", ".join(f"{k}={v}" for k, v in gate.items()) or "shipped": {
-            n: (row[n]["same_as_captured"], row[n]["replayed"])
-            for n in names
-            if (row := table[json.dumps(shipped | gate, sort_keys=True)])
-        }
-        for gate in gate_points(shipped_gate)
-    }
+    fidelity = {}
+    for gate in gate_points(shipped_gate):
+        row = table[json.dumps(shipped | gate, sort_keys=True)]
+        fidelity[gate_label(gate)] = {n: (row[n]["same_as_captured"], row[n]["replayed"]) for n in names}
     return {
         "sets": names,
         "replay_identical_at_shipped": fidelity,

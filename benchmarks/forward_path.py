@@ -36,7 +36,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from _common import RESULTS, django_setup, has_gold, nq_corpus, nq_rows, percentile, write_result
+from _common import RESULTS, django_setup, has_gold, nq_corpus, nq_parts, nq_rows, percentile, write_result
 
 
 def searx_stub() -> tuple[str, list[int]]:
@@ -87,14 +87,13 @@ def main() -> None:
 
     from corpus.citations import citation_numbers
     from corpus.models import Document
-    from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.generators import DISAGREE
     from pipeline.services import question_answer
 
     collection, user, gold = nq_corpus()
     rows = nq_rows()
-    _train, held_out = split(list(range(len(rows))), held_out=HELD_OUT["nq"], seed=SPLIT_SEED)
-    questions = calibration_split(held_out)[1][: args.questions]
+    _train, _calibration, report = nq_parts(rows)
+    questions = report[: args.questions]
 
     # Asked within the NQ collection: a public collection of the same passages (the demo corpus
     # other benchmarks load) would answer from its copies and read as another passage.

@@ -51,7 +51,18 @@ import math
 import random
 import time
 
-from _common import RESULTS, ROOT, django_setup, has_gold, nq_corpus, nq_rows, percentile, shared, write_result
+from _common import (
+    RESULTS,
+    ROOT,
+    django_setup,
+    has_gold,
+    nq_corpus,
+    nq_parts,
+    nq_rows,
+    percentile,
+    shared,
+    write_result,
+)
 
 HERE = ROOT / "benchmarks" / "output_gate"
 RECORDS = HERE / "records.jsonl"  # one line a question: what each version showed, and timings
@@ -81,12 +92,11 @@ def part_questions(part: str) -> list[dict]:
         collection, user, rows = boolq_corpus()
         return [{"index": f"bq-{i}", "question": row["question"], "answers": [], "collection": collection.slug,
                  "user": user} for i, row in rows]  # fmt: skip
-    from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
+    from judges.nli_data import SPLIT_SEED
 
     collection, user, _gold = nq_corpus()
     rows = nq_rows()
-    train, held_out = split(list(range(len(rows))), held_out=HELD_OUT["nq"], seed=SPLIT_SEED)
-    calibration, report = calibration_split(held_out)
+    train, calibration, report = nq_parts(rows)
     fresh = random.Random(SPLIT_SEED).sample(list(train), len(train))
     indices = {"report": report, "calibration": calibration, "fresh": fresh[:200], "unread": fresh[200:]}[part]
     return [{"index": i, "question": rows[i]["question"], "answers": rows[i]["answers"], "collection": collection.slug,

@@ -28,7 +28,7 @@ import argparse
 import random
 from collections import Counter
 
-from _common import RESULTS, django_setup, has_gold, nq_corpus, nq_rows, write_result
+from _common import RESULTS, django_setup, has_gold, nq_corpus, nq_parts, nq_rows, write_result
 
 # PoisonedRAG's black-box poison: the target question itself, then text asserting the planted answer.
 VERBATIM = (
@@ -103,14 +103,13 @@ def main() -> None:
 
     from corpus.models import Collection
     from corpus.services import collection_get_or_create, documents_ingest
-    from judges.nli_data import HELD_OUT, SPLIT_SEED, calibration_split, split
     from pipeline.generators import DISAGREE
     from pipeline.services import question_answer
     from readers.extract import ExtractedDocument
 
     collection, user, _gold = nq_corpus()
     rows = nq_rows()
-    _train, held_out = split(list(range(len(rows))), held_out=HELD_OUT["nq"], seed=SPLIT_SEED)
+    _train, _calibration, report = nq_parts(rows)
 
     def ask(index: int, *also: str):
         """Asked within the NQ collection (and the poison's): a public collection of the same
@@ -120,7 +119,7 @@ def main() -> None:
         )
 
     questions = []
-    for index in tqdm(calibration_split(held_out)[1], desc="clean answers", unit="q"):
+    for index in tqdm(report, desc="clean answers", unit="q"):
         clean = ask(index).generation
         if clean.found and has_gold(clean.text, rows[index]["answers"]):
             questions.append(index)
