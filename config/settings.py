@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "pipeline",
     "writeback",
     "sources",
+    "integrations",
 ]
 
 MIDDLEWARE = [
@@ -470,6 +471,7 @@ REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header is what turns "not authenticated" into a 401.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
+        "accounts.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

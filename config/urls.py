@@ -12,6 +12,7 @@ urlpatterns = [
     path("api/v1/", include("writeback.urls")),
     path("api/v1/", include("reputation.urls")),
     path("api/v1/", include("sources.urls")),
+    path("", include("integrations.urls")),  # /v1/ (OpenAI-compatible) and /mcp
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves Swagger UI's start-up script as a file: the page needs no inline script.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),

@@ -17,8 +17,9 @@ PACKAGES = (
     "pipeline",
     "writeback",
     "sources",
+    "integrations",
 )
-APPS = ("accounts", "corpus", "reputation", "judges", "pipeline", "writeback", "sources")
+APPS = ("accounts", "corpus", "reputation", "judges", "pipeline", "writeback", "sources", "integrations")
 
 
 def modules() -> dict[str, Path]:
