@@ -108,6 +108,7 @@ LAYERS = {
     "writeback": ("common", "readers", "corpus", "judges"),
     "reputation": ("common", "readers", "corpus", "writeback"),
     "pipeline": ("common", "readers", "corpus", "judges", "writeback", "reputation", "accounts"),
+    "integrations": ("common", "readers", "corpus", "judges", "writeback", "reputation", "accounts", "pipeline"),
     "config": ("common", "readers", "corpus", "accounts", "reputation", "sources", "judges", "writeback", "pipeline"),
 }
 
