@@ -20,9 +20,9 @@ from common.sse import STREAM_HEADERS, EventStreamRenderer, sse
 from corpus.embedder import embedder_loaded
 from corpus.originals import place
 from judges.verifiers import verifiers_loaded
-from pipeline.models import Answer, Evidence
-from pipeline.selectors import answer_get
-from pipeline.services import answer_mark, query_state
+from pipeline.models import Answer, Conversation, Evidence
+from pipeline.selectors import answer_get, conversation_get, conversations_of
+from pipeline.services import NO_CONVERSATION, answer_mark, conversation_delete, query_state
 from pipeline.stages import QueryState, pipeline_events, pipeline_run
 from writeback.models import Mark
 
@@ -93,6 +93,15 @@ class MarkSerializer(serializers.ModelSerializer):
 
 
 class AnswerSerializer(serializers.ModelSerializer):
+    question = serializers.CharField(help_text="The question answered: a follow-up as its standalone question.")
+    asked = serializers.CharField(help_text="The question as typed, when it was rewritten as a follow-up; else empty.")
+    rewritten_by = serializers.ChoiceField(
+        choices=["", "rules", "llm"], help_text="What made the follow-up standalone; empty when it stood alone."
+    )
+    conversation_id = serializers.UUIDField(
+        source="conversation.conversation_id", allow_null=True, default=None,
+        help_text="The conversation it was asked in: send it with the next question to follow on from it.",
+    )  # fmt: skip
     answer = serializers.CharField(source="text")
     found = serializers.BooleanField(help_text="True for the answered outcome only (as before `outcome` existed).")
     outcome = serializers.ChoiceField(
@@ -129,7 +138,7 @@ class AnswerSerializer(serializers.ModelSerializer):
     class Meta:
         model = Answer
         fields = [
-            "response_id", "question", "answer", "found", "outcome", "confidence", "mode", "action", "generator",
+            "response_id", "question", "asked", "rewritten_by", "conversation_id", "answer", "found", "outcome", "confidence", "mode", "action", "generator",
             "citations", "evidence", "external", "iterations", "agreement", "notes", "sentences", "warnings",
             "timings_ms", "mark", "created_at",
         ]  # fmt: skip
@@ -159,6 +168,10 @@ class QueryApi(APIView):
         mode = serializers.ChoiceField(choices=Answer.Mode.choices, default=Answer.Mode.STANDARD)
         generator = serializers.ChoiceField(choices=["extractive", "ollama", "openai"], required=False)
         stream = serializers.BooleanField(default=False, help_text="Server-sent events (as Accept: text/event-stream).")
+        conversation_id = serializers.UUIDField(
+            required=False, allow_null=True,
+            help_text="Follow on from this conversation of yours (the answer's conversation_id); none starts one.",
+        )  # fmt: skip
 
     @extend_schema(request=QueryInputSerializer, responses={(200, "application/json"): AnswerSerializer})
     def post(self, request):
@@ -237,6 +250,54 @@ class AnswerMarkApi(APIView):
             sentence=data.validated_data.get("sentence") or "", none=data.validated_data["none"],
         )  # fmt: skip
         return Response(MarkSerializer(mark).data)
+
+
+class TurnSerializer(serializers.ModelSerializer):
+    answer = serializers.CharField(source="text")
+
+    class Meta:
+        model = Answer
+        fields = ["response_id", "asked", "question", "rewritten_by", "answer", "outcome", "created_at"]
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    turns = serializers.IntegerField(source="turn_count", help_text="How many questions were asked in it.")
+
+    class Meta:
+        model = Conversation
+        fields = ["conversation_id", "title", "turns", "created_at", "updated_at"]
+
+
+class ConversationDetailSerializer(ConversationSerializer):
+    turns = TurnSerializer(many=True, help_text="Its questions and answers, oldest first.")
+
+
+class ConversationListApi(APIView):
+    """Your conversations, the one asked in last first. Each answer of /api/v1/query belongs to one
+    (its conversation_id); a question sent with it follows on from the turns before."""
+
+    @extend_schema(responses=ConversationSerializer(many=True))
+    def get(self, request):
+        pages = api_settings.DEFAULT_PAGINATION_CLASS()
+        page = pages.paginate_queryset(conversations_of(user=request.user), request, view=self)
+        return pages.get_paginated_response(ConversationSerializer(page, many=True).data)
+
+
+class ConversationDetailApi(APIView):
+    """One of your conversations with its turns; DELETE deletes it and its turns (answers and their
+    evidence). Anyone else's is not found."""
+
+    @extend_schema(responses=ConversationDetailSerializer)
+    def get(self, request, conversation_id):
+        conversation = conversation_get(user=request.user, conversation_id=conversation_id)
+        if conversation is None:
+            raise NotFound(NO_CONVERSATION)
+        return Response(ConversationDetailSerializer(conversation).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, conversation_id):
+        conversation_delete(user=request.user, conversation_id=conversation_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class HealthOutputSerializer(serializers.Serializer):

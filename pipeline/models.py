@@ -11,6 +11,24 @@ from corpus.models import EMBEDDING_DIM, Chunk, Collection
 from corpus.originals import place
 
 
+class Conversation(models.Model):
+    """A thread of questions one person asked, each turn an Answer. A follow-up is answered as the
+    standalone question it means (pipeline/conversations.py); earlier answers help read it, and are
+    never evidence. Its asker alone reads it; deleting it deletes its turns."""
+
+    conversation_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
+    title = models.CharField(max_length=200, help_text="The first question, as asked.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, help_text="When its last turn was asked.")
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
 class Answer(models.Model):
     class Mode(models.TextChoices):
         FAST = "fast", "fast: gate + extractive"
@@ -25,7 +43,15 @@ class Answer(models.Model):
 
     response_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="answers")
-    question = models.TextField()
+    question = models.TextField(help_text="The question answered: a follow-up as its standalone question.")
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="turns",
+        help_text="The thread it was asked in; its turns go with it.",
+    )  # fmt: skip
+    asked = models.TextField(blank=True, help_text="The question as typed, when it was rewritten; else empty.")
+    rewritten_by = models.CharField(
+        max_length=10, blank=True, help_text="What made the follow-up standalone: rules or llm; empty if unchanged."
+    )
     text = models.TextField()
     found = models.BooleanField(default=True, help_text="True for an answered outcome only.")
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.ANSWERED)

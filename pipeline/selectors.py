@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from corpus.models import Collection
 from corpus.selectors import collections_curated_by, user_is_curator
-from pipeline.models import Answer, Evidence
+from pipeline.models import Answer, Conversation, Evidence
 from reputation.models import Feedback
 
 
@@ -25,14 +25,18 @@ def answers_curated_by(*, user: AbstractBaseUser) -> QuerySet[Answer]:
 def answer_get(*, user: AbstractBaseUser, response_id) -> Answer | None:
     """The recorded answer with its evidence, if `user` asked it or curates every collection it
     drew on; else None."""
-    answers = Answer.objects.prefetch_related(
-        Prefetch(
-            "evidence",
-            queryset=Evidence.objects.select_related(
-                "chunk__document__collection", "chunk__document__upload__uploader", "chunk__document__original"
-            ).order_by("n"),
+    answers = (
+        Answer.objects.select_related("conversation")
+        .prefetch_related(
+            Prefetch(
+                "evidence",
+                queryset=Evidence.objects.select_related(
+                    "chunk__document__collection", "chunk__document__upload__uploader", "chunk__document__original"
+                ).order_by("n"),
+            )
         )
-    ).filter(response_id=response_id)
+        .filter(response_id=response_id)
+    )
     mine = Q(user=user) if user.is_authenticated else Q(pk__in=[])
     if user_is_curator(user):
         mine |= Q(pk__in=answers_curated_by(user=user).values("pk"))
@@ -47,3 +51,17 @@ def answers_asked_by(*, user: AbstractBaseUser, search: str = "") -> QuerySet[An
     if search:
         answers = answers.filter(Q(question__icontains=search) | Q(text__icontains=search))
     return answers.order_by("-created_at")
+
+
+def conversations_of(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
+    """`user`'s conversations, the one asked in last first, each with its number of turns."""
+    if not user.is_authenticated:
+        return Conversation.objects.none()
+    return Conversation.objects.filter(user=user).annotate(turn_count=Count("turns")).order_by("-updated_at")
+
+
+def conversation_get(*, user: AbstractBaseUser, conversation_id) -> Conversation | None:
+    """`user`'s conversation with its turns, oldest first; None for anyone else's (a curator's too:
+    a conversation is its asker's alone)."""
+    turns = Prefetch("turns", queryset=Answer.objects.order_by("created_at"))
+    return conversations_of(user=user).prefetch_related(turns).filter(conversation_id=conversation_id).first()

@@ -3,13 +3,18 @@ mark on an answer (the sentence of its evidence that answers it, or none)."""
 
 from __future__ import annotations
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 from rest_framework import status
 
 from common.exceptions import CairnError
+from corpus.audit import audit
 from corpus.selectors import chunks_readable_by, collections_readable_by
-from pipeline.models import Answer, Evidence
+from pipeline.conversations import Turn
+from pipeline.models import Answer, Conversation, Evidence
+from pipeline.selectors import conversation_get
 from pipeline.stages import QueryState, pipeline_run
 from writeback.lessons import mark_record, same_sentence
 from writeback.models import Mark
@@ -28,6 +33,7 @@ def query_state(
     collections: list[str] | None = None,
     mode: str = Answer.Mode.STANDARD,
     generator: str | None = None,
+    conversation_id=None,
 ) -> QueryState:
     """A question ready to answer from the chunks `user` may read, optionally within some collections
     (pipeline_run or pipeline_events answers it); a CairnError when the request cannot be answered.
@@ -49,9 +55,45 @@ def query_state(
             # Unreadable and nonexistent look alike: a reader learns nothing about hidden collections.
             raise CairnError("collections", f"unknown collection(s): {', '.join(unknown)}")
         collection_ids = list(found.values())
+    conversation, earlier = None, []
+    if conversation_id is not None:
+        conversation = conversation_get(user=user, conversation_id=conversation_id)
+        if conversation is None:  # someone else's and none at all look alike
+            raise CairnError("conversation_id", NO_CONVERSATION, status_code=status.HTTP_404_NOT_FOUND)
+        earlier = conversation_turns(conversation)
     return QueryState(
-        user=user, question=question, top_k=top_k, mode=mode, generator=generator or "", collection_ids=collection_ids
-    )
+        user=user, question=question, top_k=top_k, mode=mode, generator=generator or "", collection_ids=collection_ids,
+        conversation=conversation, earlier=earlier,
+    )  # fmt: skip
+
+
+NO_CONVERSATION = "no conversation with this id for you"
+EARLIER_TURNS = 5  # the rewrite reads back at most this far
+
+
+def conversation_turns(conversation: Conversation) -> list[Turn]:
+    """The conversation's last turns, oldest first, as the rewrite reads them."""
+    answers = conversation.turns.order_by("-created_at")[:EARLIER_TURNS]
+    return [
+        Turn(asked=a.asked or a.question, question=a.question, answer=a.text, stood_alone=not a.rewritten_by,
+             embedding=None if a.embedding is None else np.asarray(a.embedding, dtype=np.float32))
+        for a in reversed(answers)
+    ]  # fmt: skip
+
+
+def conversation_delete(*, user: AbstractBaseUser, conversation_id) -> int:
+    """Delete `user`'s conversation and its turns (answers and their evidence); the number of turns.
+    What curators hold of them stays theirs: write-back proposals, marks and lessons keep their own
+    copy of the question. The audit row names the conversation and its size, not what was asked."""
+    conversation = conversation_get(user=user, conversation_id=conversation_id)
+    if conversation is None:
+        raise CairnError("conversation_id", NO_CONVERSATION, status_code=status.HTTP_404_NOT_FOUND)
+    with transaction.atomic():
+        turns = conversation.turns.count()
+        audit("conversation.delete", conversation, actor=user, summary=f"{turns} turn(s)",
+              before={"conversation_id": str(conversation.conversation_id), "turns": turns})  # fmt: skip
+        conversation.delete()
+    return turns
 
 
 def answer_mark(*, user: AbstractBaseUser, response_id, n: int | None, sentence: str = "", none: bool = False) -> Mark:

@@ -1,8 +1,9 @@
 """The forward path: an ordered list of stages over one `QueryState` (../shared/DESIGN.md).
 
-    embed_query -> retrieve -> rank -> verify -> correct -> refine -> recall -> generate -> record
+    rewrite -> embed_query -> retrieve -> rank -> verify -> correct -> refine -> recall -> generate -> record
 
-Each stage is a plain function of the state, testable alone; each is timed. `retrieve` also finds
+`rewrite` turns a follow-up in a conversation into the standalone question it means
+(pipeline/conversations.py); every later stage works on that question. Each stage is a plain function of the state, testable alone; each is timed. `retrieve` also finds
 the lesson of a near question a curator confirmed (writeback.selectors.lessons_near), whose passage
 `rank` puts first and `verify` makes VERIFIED with its sentence the one to state (`teach`). `rank`
 re-orders a pool of top_k * CAIRN_RANK_POOL retrieved chunks by reputation and keeps top_k; `verify`
@@ -37,6 +38,7 @@ from corpus.selectors import (
 )
 from corpus.strips import Strip, strips_of
 from judges.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
+from pipeline.conversations import Turn, standalone
 from pipeline.gate import Action, Bucket, Candidate, Gate, action_for, answerable_relevances, candidate_from_hit
 from pipeline.gate import refine as refine_strips
 from pipeline.generators import (
@@ -51,7 +53,7 @@ from pipeline.generators import (
     get_llm,
     not_found,
 )
-from pipeline.models import Answer, Evidence
+from pipeline.models import Answer, Conversation, Evidence
 from pipeline.output_gate import Withheld, gated
 from pipeline.search import SearchError, get_search_provider, keyword_query, trusted_first
 from reputation.ranking import hits_rank
@@ -71,6 +73,10 @@ class QueryState:
     mode: str = Answer.Mode.STANDARD
     generator: str = ""  # empty: the mode's default
     collection_ids: list[int] | None = None
+    conversation: Conversation | None = None  # None: the record stage starts one
+    earlier: list[Turn] = field(default_factory=list)  # the conversation's turns before this one
+    asked: str = ""  # the question as typed, when `rewrite` changed it
+    rewritten_by: str = ""
     query_vector: np.ndarray | None = None
     hits: list[Hit] = field(default_factory=list)
     lessons: list[LessonMatch] = field(default_factory=list)  # confirmed answers to a question like this one
@@ -98,8 +104,28 @@ class QueryState:
         return self.generator or settings.CAIRN_GENERATOR
 
 
+def rewrite(state: QueryState) -> None:
+    """A follow-up becomes the standalone question it means, from the turns before it: by the LLM
+    when the answer is an LLM's, else by rules (pipeline/conversations.py). Only what was asked
+    before, and the gist of what was answered, go into it; no earlier answer becomes evidence."""
+    if not state.earlier:
+        return
+    llm = get_llm() if state.generator_name() in LLMS else None
+
+    def embed(text: str) -> np.ndarray:  # the typed question's vector serves embed_query if it stands
+        state.query_vector = get_embedder().embed([text])[0]
+        return state.query_vector
+
+    result = standalone(state.question, state.earlier, embed=embed, llm=llm)
+    if result.by:
+        state.query_vector = None
+        state.asked, state.question, state.rewritten_by = state.question, result.question, result.by
+        state.notes.append(f"a follow-up, answered as: {result.question}")
+
+
 def embed_query(state: QueryState) -> None:
-    state.query_vector = get_embedder().embed([state.question])[0]
+    if state.query_vector is None:  # `rewrite` may have embedded the question already
+        state.query_vector = get_embedder().embed([state.question])[0]
 
 
 def retrieve(state: QueryState) -> None:
@@ -349,9 +375,16 @@ def record(state: QueryState) -> None:
     cited = set(generation.cited)
     by_n = {c.n: c for c in state.candidates}
     with transaction.atomic():
+        if state.conversation is None and state.user is not None and state.user.is_authenticated:
+            state.conversation = Conversation.objects.create(user=state.user, title=state.question[:200])
+        elif state.conversation is not None:
+            state.conversation.save(update_fields=["updated_at"])
         state.record = Answer.objects.create(
             user=state.user,
             question=state.question,
+            conversation=state.conversation,
+            asked=state.asked,
+            rewritten_by=state.rewritten_by,
             text=generation.text,
             found=generation.found,
             outcome=generation.outcome,
@@ -453,7 +486,7 @@ def propose(state: QueryState):
 
 
 Stage = Callable[[QueryState], None]
-STAGES: tuple[Stage, ...] = (embed_query, retrieve, rank, verify, correct, refine, recall, generate, record)
+STAGES: tuple[Stage, ...] = (rewrite, embed_query, retrieve, rank, verify, correct, refine, recall, generate, record)
 
 
 def pipeline_run(state: QueryState, stages: Sequence[Stage] = STAGES) -> QueryState:
@@ -492,6 +525,8 @@ def pipeline_events(state: QueryState, stages: Sequence[Stage] = STAGES) -> Iter
 
 def _found(state: QueryState, stage: Stage) -> dict:
     """The figures a reader watching the progress cares about, per stage."""
+    if stage is rewrite:
+        return {"question": state.question, "rewritten_by": state.rewritten_by}
     if stage is retrieve:
         return {"passages": len(state.hits)}
     if stage is verify:

@@ -479,6 +479,19 @@ def test_a_reader_asks_watches_it_stream_opens_a_source_gives_feedback_and_finds
             page.locator("#feedback-state", has_text="reason").wait_for()
             shot("feedback")
 
+            # A follow-up: answered as the question it means, the turn before listed above the form;
+            # "New conversation" starts afresh.
+            page.fill("#question", "and when does it close?")
+            page.click("#ask-button")
+            page.wait_for_selector("#answered:not([hidden])", timeout=60_000)
+            answered = page.inner_text("#answered")
+            assert answered.startswith("Answered: When does it close? (when does the cafeteria open"), answered
+            assert "3 pm" in page.inner_text("#answer") and page.input_value("#question") == ""
+            assert "when does the cafeteria open" in page.inner_text("#turns")
+            shot("follow-up")
+            page.click("#new-conversation")
+            assert page.is_hidden("#thread") and page.is_hidden("#new-conversation") and page.is_hidden("#result")
+
             # My questions: there, searchable, re-openable.
             page.click("nav >> text=my questions")
             page.wait_for_url(f"{base}/history")

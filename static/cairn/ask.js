@@ -1,12 +1,15 @@
 // The ask page: asks through the query API as a stream of server-sent events (progress, then the
 // answer as it is written, then the recorded answer), re-opens a recorded answer (?answer=ID),
 // gives feedback through the feedback API, and lets the asker mark where the answer was (a sentence
-// of a passage, or none of them) through the mark API. No framework, no external assets; text from
+// of a passage, or none of them) through the mark API. Questions asked one after another form a
+// conversation: each follows on from the ones before (the earlier turns are listed above the form)
+// until "New conversation". No framework, no external assets; text from
 // documents only ever becomes text nodes and attributes.
 const $ = (id) => document.getElementById(id);
 const form = $("ask");
 const csrf = () => form.csrfmiddlewaretoken.value;
 let current = null; // the recorded answer on show
+let conversation = null; // the conversation the next question follows on from (null: a new one)
 
 function el(tag, props = {}, ...children) {
   const node = Object.assign(document.createElement(tag), props);
@@ -76,7 +79,7 @@ async function ask(question, mode) {
     const response = await fetch("/api/v1/query", {
       method: "POST",
       headers: {"Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf()},
-      body: JSON.stringify({question, mode, stream: true}),
+      body: JSON.stringify({question, mode, stream: true, conversation_id: conversation}),
     });
     if (!response.ok) {
       showError(errorText(await response.json().catch(() => null)));
@@ -88,7 +91,9 @@ async function ask(question, mode) {
         streamed = data.restart ? "" : streamed + data.text;
         showStreaming(streamed);
       } else if (kind === "answer") {
+        if (current && current.conversation_id === data.conversation_id) addTurn(current);
         render(data);
+        $("question").value = "";
         history.replaceState(null, "", `?answer=${data.response_id}`);
       } else if (kind === "error") showError(errorText(data));
     }
@@ -100,6 +105,27 @@ async function ask(question, mode) {
     $("progress").querySelector(".working")?.remove();
     if (!$("result").hidden || !$("error").hidden) $("progress").hidden = true;
   }
+}
+
+// The conversation so far: each earlier turn's question (as typed) and the start of its answer,
+// which re-opens it.
+function addTurn(turn) {
+  const answer = turn.answer.length > 160 ? `${turn.answer.slice(0, 160)}…` : turn.answer;
+  const link = el("a", {href: `?answer=${encodeURIComponent(turn.response_id)}`, textContent: turn.asked || turn.question});
+  $("turns").append(el("li", {}, link, el("div", {className: "meta", textContent: answer})));
+  $("thread").hidden = false;
+}
+
+function startConversation() {
+  conversation = null;
+  current = null;
+  $("turns").replaceChildren();
+  $("thread").hidden = true;
+  $("new-conversation").hidden = true;
+  $("result").hidden = true;
+  $("question").value = "";
+  $("question").placeholder = "Ask a question about your documents";
+  $("question").focus();
 }
 
 function showStreaming(text) {
@@ -263,8 +289,15 @@ function card(item, strips, cited) {
 
 function render(body) {
   current = body;
-  $("question").value = body.question;
+  if (body.conversation_id) {
+    conversation = body.conversation_id;
+    $("new-conversation").hidden = false;
+    $("question").placeholder = "Ask a follow-up, or start a new conversation";
+  }
   $("headline").textContent = headline(body);
+  // A follow-up is answered as the question it means: say which.
+  $("answered").textContent = body.rewritten_by ? `Answered: ${body.question}` : "";
+  $("answered").hidden = !body.rewritten_by;
   // How sure: only a stated answer claims anything to be sure of.
   const sure = body.outcome === "answered" && body.confidence !== null;
   $("confidence").textContent = sure ? `Confidence ${Math.round(body.confidence * 100)}%` : "";
@@ -318,7 +351,7 @@ function render(body) {
   $("result").hidden = false;
 }
 
-const STAGES = ["embed_query", "retrieve", "rank", "verify", "correct", "refine", "recall", "generate", "output_gate", "total"];
+const STAGES = ["rewrite", "embed_query", "retrieve", "rank", "verify", "correct", "refine", "recall", "generate", "output_gate", "total"];
 
 function details(body) {
   const facts = [
@@ -422,12 +455,24 @@ $("copy").addEventListener("click", async () => {
 $("again").addEventListener("click", async () => {
   if (!current) return;
   await feedback({behaviour: "regenerated"}, "");
-  ask(current.question, current.mode);
+  ask(current.asked || current.question, current.mode);
 });
+
+$("new-conversation").addEventListener("click", startConversation);
 
 // A recorded answer re-opened from "my questions" (or a shared link the reader may see).
 const reopen = new URLSearchParams(location.search).get("answer");
 if (reopen) {
   fetch(`/api/v1/answers/${encodeURIComponent(reopen)}`, {headers: {Accept: "application/json"}})
-    .then(async (response) => (response.ok ? render(await response.json()) : showError("That answer is not yours to open, or no longer exists.")));
+    .then(async (response) => (response.ok ? reopened(await response.json()) : showError("That answer is not yours to open, or no longer exists.")));
+}
+
+// A re-opened answer of one's own conversation shows the turns before it, and a next question follows on.
+async function reopened(body) {
+  render(body);
+  if (!body.conversation_id) return;
+  const response = await fetch(`/api/v1/conversations/${encodeURIComponent(body.conversation_id)}`, {headers: {Accept: "application/json"}});
+  if (!response.ok) return; // a curator reading someone else's answer: not their conversation
+  const {turns} = await response.json();
+  for (const turn of turns.slice(0, turns.findIndex((t) => t.response_id === body.response_id))) addTurn(turn);
 }
