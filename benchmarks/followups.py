@@ -1,14 +1,17 @@
 """Follow-up questions (benchmarks/followups/): gold in a stated answer for each follow-up, asked as
-a reader types it, against the same need asked standalone.
+a reader types it in its conversation, against the same need asked standalone.
 
     .venv/bin/python benchmarks/followups.py [--set apache --set sqlite]
 
-Cairn keeps no conversation yet: a follow-up ("and keep only the last 5 files?") is asked alone,
-as typed. That is the baseline a conversation must lift towards the standalone figure. Every
-question is asked through /api/v1/query, `fast` mode, top_k 8, within its manual's collection, as
-docs_qa.py asks. A turn is right when its answer is stated and holds every one of its gold strings
-(benchmarks/followups/README.md). Reported per manual and over both: first turns, follow-ups
-standalone and as typed, and the ratio of the two. Writes benchmarks/results/followups.json and .png.
+Each conversation is asked turn by turn as typed, each follow-up with the conversation_id of the
+turn before, so Cairn rewrites it into the standalone question it means (pipeline/conversations.py).
+Each follow-up is also asked as its writer's standalone question, and as typed with no conversation
+(what Cairn did before conversations). Every question goes through /api/v1/query, `fast` mode (so
+the rules rewrite: no LLM), top_k 8, within its manual's collection, as docs_qa.py asks. A turn is
+right when its answer is stated and holds every one of its gold strings
+(benchmarks/followups/README.md); beside it, whether a VERIFIED passage holds them all. Reported
+per manual and over both, with every follow-up's rewrite. Writes benchmarks/results/followups.json
+and .png.
 """
 
 from __future__ import annotations
@@ -39,26 +42,43 @@ def measure(name: str) -> dict:
     client = Client()
     client.force_login(user)
 
-    def right(question: str, gold: list[str]) -> bool:
+    def asked(question: str, gold: list[str], **extra) -> dict:
         body = client.post(
             "/api/v1/query",
-            {"question": question, "mode": "fast", "top_k": 8, "collections": [collection.slug]},
+            {"question": question, "mode": "fast", "top_k": 8, "collections": [collection.slug], **extra},
             content_type="application/json",
         ).json()
-        return bool(body.get("found")) and holds_all(body.get("answer", ""), gold)
+        verified = " ".join(e["text"] for e in body.get("evidence", []) if e["bucket"] == "VERIFIED")
+        return {"question": body.get("question", ""), "conversation_id": body.get("conversation_id"),
+                "right": bool(body.get("found")) and holds_all(body.get("answer", ""), gold),
+                "verified": holds_all(verified, gold)}  # fmt: skip
 
     conversations = [json.loads(line) for line in (HERE / f"{name}.jsonl").read_text().splitlines() if line]
-    first = standalone = typed = followups = 0
+    rows, first = [], 0
     for conversation in tqdm(conversations, desc=f"asking {name}", unit="conversation"):
         opening, *later = conversation["turns"]
-        first += right(opening["question"], opening["gold"])
+        before = asked(opening["question"], opening["gold"])
+        first += before["right"]
         for turn in later:
-            followups += 1
-            standalone += right(turn["standalone"], turn["gold"])
-            typed += right(turn["question"], turn["gold"])
-    return {"conversations": len(conversations), "first_turns_right": first / len(conversations),
-            "followups": followups, "standalone_right": standalone / followups, "as_typed_right": typed / followups,
-            "as_typed_over_standalone": typed / standalone if standalone else None}  # fmt: skip
+            followed = asked(turn["question"], turn["gold"], conversation_id=before["conversation_id"])
+            alone = asked(turn["standalone"], turn["gold"])
+            rows.append({"id": conversation["id"], "question": turn["question"], "answered_as": followed["question"],
+                         "in_conversation": followed["right"], "in_conversation_verified": followed["verified"],
+                         "standalone": alone["right"], "standalone_verified": alone["verified"],
+                         "as_typed_alone": asked(turn["question"], turn["gold"])["right"]})  # fmt: skip
+            before = followed
+    return summary(rows) | {"conversations": len(conversations), "first_turns_right": first / len(conversations),
+                            "turns": rows}  # fmt: skip
+
+
+MEASURES = ("in_conversation", "standalone", "as_typed_alone", "in_conversation_verified", "standalone_verified")
+
+
+def summary(rows: list[dict]) -> dict:
+    right = {key: sum(r[key] for r in rows) for key in MEASURES}
+    return {"followups": len(rows), **{f"{key}_right": right[key] / len(rows) for key in MEASURES},
+            "in_conversation_over_standalone": right["in_conversation"] / right["standalone"]
+            if right["standalone"] else None}  # fmt: skip
 
 
 def plot(result: dict) -> None:
@@ -71,9 +91,10 @@ def plot(result: dict) -> None:
     names = list(result["sets"])
     x = np.arange(len(names))
     fig, ax = plt.subplots(figsize=(7, 4))
-    for i, (key, label) in enumerate([("standalone_right", "follow-up asked standalone"),
-                                      ("as_typed_right", "follow-up as typed, no conversation")]):  # fmt: skip
-        ax.bar(x + (i - 0.5) * 0.4, [100 * result["sets"][n][key] for n in names], 0.4, label=label)
+    bars = [("standalone_right", "asked standalone"), ("in_conversation_right", "in its conversation"),
+            ("as_typed_alone_right", "as typed, no conversation")]  # fmt: skip
+    for i, (key, label) in enumerate(bars):
+        ax.bar(x + (i - 1) * 0.27, [100 * result["sets"][n][key] for n in names], 0.27, label=label)
     ax.set_xticks(x, [f"{n} ({result['sets'][n]['followups']})" for n in names])
     ax.set_ylabel("gold in a stated answer (%)")
     ax.set_title("Follow-up questions")
@@ -89,13 +110,8 @@ def main() -> None:
     os.environ.setdefault("CAIRN_THROTTLE_QUERY", "100000/minute")  # a benchmark, not a user
     django_setup()
     sets = {name: measure(name) for name in args.set or SETS}
-    followups = sum(s["followups"] for s in sets.values())
-    standalone = sum(s["standalone_right"] * s["followups"] for s in sets.values())
-    typed = sum(s["as_typed_right"] * s["followups"] for s in sets.values())
-    result = {"sets": sets, "followups": followups, "standalone_right": standalone / followups,
-              "as_typed_right": typed / followups,
-              "as_typed_over_standalone": typed / standalone if standalone else None}  # fmt: skip
-    print(json.dumps(result, indent=1))
+    result = {"sets": sets, **summary([row for s in sets.values() for row in s["turns"]])}
+    print(json.dumps({k: v for k, v in result.items() if k != "sets"}, indent=1))
     plot(result)
     print(f"wrote {write_result('followups', result)} and {RESULTS / 'followups.png'}")
 
