@@ -1,5 +1,6 @@
 """How API callers present their token."""
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import TokenAuthentication
 
 
@@ -8,3 +9,14 @@ class BearerTokenAuthentication(TokenAuthentication):
     and MCP clients send with an API key. The same tokens as `Token <key>`."""
 
     keyword = "Bearer"
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    """The schema names it apart from `Token <key>` (drf-spectacular would give both one name)."""
+
+    target_class = BearerTokenAuthentication
+    name = "bearerAuth"
+    priority = 1  # before drf-spectacular's own scheme for TokenAuthentication and its subclasses
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "A Cairn token: `Authorization: Bearer <key>`."}

@@ -43,6 +43,7 @@ def test_query_returns_a_cited_answer_with_its_evidence_and_records_it(charlie):
     assert first["bucket"] == "VERIFIED" and first["origin"] == "corpus"
     assert body["citations"][0]["n"] == 1 and body["citations"][0]["chunk_id"] == first["chunk_id"]
     assert set(body["timings_ms"]) == {
+        "rewrite",
         "embed_query",
         "retrieve",
         "rank",

@@ -282,7 +282,14 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
     allowed |= misses_surfaces(web, hr, chunk, root)
     query = api.post("/api/v1/query", {"question": "When are salary bands reviewed?", "mode": "fast",
                                        "collections": ["hr"]}, format="json")  # fmt: skip
+    chat = api.post("/v1/chat/completions", {"model": "cairn/hr", "mode": "fast", "messages": [
+        {"role": "user", "content": "When are salary bands reviewed?"}]}, format="json")  # fmt: skip
+    chat_all = api.post("/v1/chat/completions", {"model": "cairn", "mode": "fast", "messages": [
+        {"role": "user", "content": "When are salary bands reviewed?"}]}, format="json")  # fmt: skip
     allowed |= {
+        "openai models": "cairn/hr" in {m["id"] for m in api.get("/v1/models").json().get("data", [])},
+        "openai chat of hr": chat.status_code == 200 and marker in str(chat.json()["cairn"]["evidence"]),
+        "openai chat of all": chat_all.status_code == 200 and marker in str(chat_all.json()["cairn"]["evidence"]),
         "document page": shown(web.get(f"/documents/{document.id}")),
         "api upload status": shown(api.get(f"/api/v1/uploads/{upload.id}")),
         "api documents": shown(api.get("/api/v1/documents?collection=hr")),

@@ -40,7 +40,7 @@ def test_a_streamed_answer_shows_each_stage_then_its_sentences_then_the_recorded
     kinds = [kind for kind, _ in events]
     assert kinds[0] == "stage" and events[0][1] == {"stage": "asked"}
     stages = [data["stage"] for kind, data in events if kind == "stage"]
-    assert stages == ["asked", "embed_query", "retrieve", "rank", "verify", "correct", "refine", "recall", "generate",
+    assert stages == ["asked", "rewrite", "embed_query", "retrieve", "rank", "verify", "correct", "refine", "recall", "generate",
                       "record"]  # fmt: skip
     verify = next(data for kind, data in events if kind == "stage" and data["stage"] == "verify")
     assert verify["passages"] == 5 and 1 <= verify["verified"] <= 5 and verify["ms"] > 0
