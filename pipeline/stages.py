@@ -376,7 +376,9 @@ def record(state: QueryState) -> None:
     by_n = {c.n: c for c in state.candidates}
     with transaction.atomic():
         if state.conversation is None and state.user is not None and state.user.is_authenticated:
-            state.conversation = Conversation.objects.create(user=state.user, title=(state.asked or state.question)[:200])
+            state.conversation = Conversation.objects.create(
+                user=state.user, title=(state.asked or state.question)[:200]
+            )
         elif state.conversation is not None:
             state.conversation.save(update_fields=["updated_at"])
         state.record = Answer.objects.create(
