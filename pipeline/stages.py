@@ -110,7 +110,8 @@ def rewrite(state: QueryState) -> None:
     before, and the gist of what was answered, go into it; no earlier answer becomes evidence."""
     if not state.earlier:
         return
-    llm = get_llm() if state.generator_name() in LLMS else None
+    name = state.generator_name()
+    llm = get_generator(name) if name in LLMS else None  # the LLM that writes this answer
 
     def embed(text: str) -> np.ndarray:  # the typed question's vector serves embed_query if it stands
         state.query_vector = get_embedder().embed([text])[0]

@@ -146,6 +146,15 @@ def dana(db):
     return user
 
 
+@pytest.fixture(scope="session")
+def smollm2(tmp_path_factory):
+    """llama.cpp's OpenAI-compatible server with SmolLM2-135M (tests/llama_server.py), once a run."""
+    from tests.llama_server import LlamaServer
+
+    with LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log") as server:
+        yield server
+
+
 def client_for(user) -> APIClient:
     client = APIClient()
     token, _ = Token.objects.get_or_create(user=user)

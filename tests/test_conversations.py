@@ -11,6 +11,7 @@ from corpus.models import AuditEvent, Document
 from pipeline.conversations import Turn, follows_on, rewrite_checked, rules_rewrite, standalone
 from pipeline.models import Answer, Conversation, Evidence
 from tests.conftest import client_for
+from tests.test_llm import asked, completions_served, on
 
 pytestmark = pytest.mark.django_db
 
@@ -131,3 +132,23 @@ def test_a_bad_conversation_id_is_a_400_naming_the_field(alice):
     response = client_for(alice).post("/api/v1/query", {"question": "and?", "conversation_id": "not-a-uuid"},
                                       format="json")  # fmt: skip
     assert response.status_code == 400 and "conversation_id" in response.json()
+
+
+def test_with_an_llm_answering_it_rewrites_the_follow_up_and_what_is_no_question_gives_way_to_the_rules(
+    alice, finance, smollm2
+):
+    """SmolLM2 is asked to rewrite the follow-up (one completion more than the answer takes); a
+    135M model answers instead of rewriting, which the check refuses, and the rules stand in."""
+    with on(smollm2):
+        first = asked(alice, "Which approval do business class flights require?", collections=["finance"])
+        served = completions_served(smollm2)
+        follow_up = asked(alice, "and what about the hotel receipts?", collections=["finance"],
+                          conversation_id=first["conversation_id"])  # fmt: skip
+    assert completions_served(smollm2) - served >= 2  # the rewrite, then the answer
+    assert follow_up["asked"] == "and what about the hotel receipts?"
+    if follow_up["rewritten_by"] == "llm":
+        assert rewrite_checked(follow_up["asked"], follow_up["question"], []) == follow_up["question"]
+    else:
+        assert follow_up["rewritten_by"] == "rules" and follow_up["question"].startswith(
+            "What about the hotel receipts?"
+        )

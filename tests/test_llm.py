@@ -31,12 +31,6 @@ from tests.test_streaming import events_of
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="session")
-def smollm2(tmp_path_factory):
-    with LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log") as server:
-        yield server
-
-
 def on(server, **extra):
     return override_settings(
         CAIRN_OPENAI_BASE_URL=server.url,
