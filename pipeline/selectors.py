@@ -45,11 +45,11 @@ def answer_get(*, user: AbstractBaseUser, response_id) -> Answer | None:
 
 def answers_asked_by(*, user: AbstractBaseUser, search: str = "") -> QuerySet[Answer]:
     """`user`'s own questions and answers, newest first, with their latest thumbs (None: none
-    given); `search` keeps those whose question or answer contains it."""
+    given); `search` keeps those whose question (as answered or as typed) or answer contains it."""
     thumbs = Feedback.objects.filter(user=user, response_id=OuterRef("response_id"), thumbs__isnull=False)
     answers = Answer.objects.filter(user=user).annotate(thumbs=Subquery(thumbs.order_by("-id").values("thumbs")[:1]))
     if search:
-        answers = answers.filter(Q(question__icontains=search) | Q(text__icontains=search))
+        answers = answers.filter(Q(question__icontains=search) | Q(asked__icontains=search) | Q(text__icontains=search))
     return answers.order_by("-created_at")
 
 
