@@ -1,13 +1,15 @@
 """REST endpoints for documents, chunks and uploads. Views validate, call one selector or service, serialise."""
 
+import re
 from functools import partial
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiRequest, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
 from rest_framework.permissions import IsAuthenticated
@@ -15,6 +17,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.exceptions import CairnError
+from common.fields import StrictCharField, StrictSlugField
+from common.schema import NOT_BLANK, error
 from corpus.lifecycle import document_move, document_restore, document_retract
 from corpus.models import Collection, Document, Upload
 from corpus.originals import place
@@ -34,25 +38,13 @@ from corpus.views import original_response
 from readers.extract import ExtractionError
 
 
-class StrictStringMixin:
-    """Refuse what is not a JSON string where DRF's CharField would turn a number or a boolean into
-    one: a document whose text is `5` is a client's mistake, not a document."""
+class SourceNameField(StrictCharField):
+    """A document's source; the reserved prefix is a pattern, so that the schema says it too."""
 
-    default_error_messages = {"not_a_string": "Must be a string, not {kind}."}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            kind = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
-            self.fail("not_a_string", kind=kind.get(type(data), type(data).__name__))
-        return super().to_internal_value(data)
-
-
-class StrictCharField(StrictStringMixin, serializers.CharField):
-    pass
-
-
-class StrictSlugField(StrictStringMixin, serializers.SlugField):
-    pass
+    def __init__(self, **kwargs):
+        reserved = RegexValidator(rf"^(?!{re.escape(WRITEBACK_SOURCE_PREFIX)}){NOT_BLANK[1:]}", RESERVED_SOURCE)
+        help_text = "Names the document; re-posting the same source replaces it."
+        super().__init__(max_length=1000, required=False, help_text=help_text, validators=[reserved], **kwargs)
 
 
 class DocumentOutputSerializer(serializers.Serializer):
@@ -140,6 +132,17 @@ class UploadOutputSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
+FILE_PART = {
+    "contentType": "text/plain",
+    "headers": {
+        "Content-Disposition": {
+            "description": "The file's name: its suffix names a format Cairn reads (readers/formats.py).",
+            "schema": {"type": "string", "example": 'form-data; name="file"; filename="notes.txt"'},
+        }
+    },
+}
+
+
 class DocumentListApi(ListAPIView):
     """List the active documents the caller may read; curators may add documents."""
 
@@ -155,15 +158,8 @@ class DocumentListApi(ListAPIView):
         title = StrictCharField(max_length=500, required=False)
         text = StrictCharField(required=False, trim_whitespace=True)
         file = serializers.FileField(required=False)
-        source = StrictCharField(
-            max_length=1000, required=False, help_text="Names the document; re-posting the same source replaces it."
-        )
+        source = SourceNameField()
         metadata = serializers.DictField(required=False, default=dict)
-
-        def validate_source(self, value):
-            if value.startswith(WRITEBACK_SOURCE_PREFIX):
-                raise serializers.ValidationError(RESERVED_SOURCE)
-            return value
 
         def validate(self, data):
             if ("text" in data) == ("file" in data):
@@ -171,6 +167,17 @@ class DocumentListApi(ListAPIView):
             if "text" in data and not data.get("title"):
                 raise serializers.ValidationError({"title": ["A title is required with 'text'."]})
             return data
+
+    # The two bodies the input above reads: a text as JSON, or a file (multipart/form-data).
+    TextInput = inline_serializer("DocumentTextInput", {
+        "collection": StrictSlugField(), "title": StrictCharField(max_length=500),
+        "text": StrictCharField(trim_whitespace=True), "source": SourceNameField(),
+        "metadata": serializers.DictField(required=False),
+    })  # fmt: skip
+    FileInput = inline_serializer("DocumentFileInput", {
+        "collection": StrictSlugField(), "file": serializers.FileField(), "title": StrictCharField(max_length=500, required=False),
+        "source": SourceNameField(),
+    })  # fmt: skip
 
     serializer_class = DocumentOutputSerializer
 
@@ -191,8 +198,19 @@ class DocumentListApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
-        request=DocumentInputSerializer,
-        responses={200: IngestOutputSerializer, 201: IngestOutputSerializer, 202: UploadOutputSerializer},
+        request={
+            "application/json": TextInput,
+            # The part's name gives its format (readers/formats.py: .txt, .md, .pdf, .docx, ...).
+            "multipart/form-data": OpenApiRequest(FileInput, encoding={"file": FILE_PART}),
+        },
+        responses={
+            200: IngestOutputSerializer,
+            201: IngestOutputSerializer,
+            202: UploadOutputSerializer,
+            400: error("A field at fault, or a file whose bytes are not text in the format its name claims."),
+            403: error("Not a curator, or not of this collection."),
+            404: error("No collection by that name that you may read."),
+        },
         description="Up to CAIRN_SYNC_UPLOAD_BYTES the document is ingested in the request (201 when added, "
         "200 otherwise); a larger one is queued for the worker: 202 with the upload's status, whose Location "
         "is `GET /uploads/{id}`. A file whose bytes are not text in the format its name claims is a 400.",
@@ -231,7 +249,7 @@ def _collection_to_upload_to(user, slug: str) -> Collection:
             raise CairnError(
                 "collection", f"you do not curate collection {slug!r}", status_code=status.HTTP_403_FORBIDDEN
             )
-        raise CairnError("collection", f"unknown collection {slug!r}")
+        raise CairnError("collection", f"unknown collection {slug!r}", status_code=status.HTTP_404_NOT_FOUND)
     return collection
 
 
@@ -315,7 +333,7 @@ def _curated_document(user, document_id: int) -> Document:
 class ReasonInputSerializer(serializers.Serializer):
     """Why a curator retracts, restores or moves a document: it goes into the audit row."""
 
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+    reason = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
 
 
 class RetractOutputSerializer(serializers.Serializer):
@@ -328,7 +346,10 @@ class DocumentRetractApi(APIView):
 
     permission_classes = [IsCurator]
 
-    @extend_schema(request=ReasonInputSerializer, responses=RetractOutputSerializer)
+    @extend_schema(
+        request=ReasonInputSerializer,
+        responses={200: RetractOutputSerializer, 409: error("The document is retracted already.")},
+    )
     def post(self, request, document_id: int):
         data = ReasonInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -353,7 +374,13 @@ class DocumentRestoreApi(APIView):
 
     permission_classes = [IsCurator]
 
-    @extend_schema(request=ReasonInputSerializer, responses=RestoreOutputSerializer)
+    @extend_schema(
+        request=ReasonInputSerializer,
+        responses={
+            200: RestoreOutputSerializer,
+            409: error("The document is not retracted, or is a published answer whose write-back is not published."),
+        },
+    )
     def post(self, request, document_id: int):
         data = ReasonInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -374,13 +401,21 @@ class DocumentMoveApi(APIView):
     class MoveInputSerializer(ReasonInputSerializer):
         collection = serializers.SlugField(help_text="The collection to move it to.")
 
-    @extend_schema(request=MoveInputSerializer, responses=MoveOutputSerializer)
+    @extend_schema(
+        request=MoveInputSerializer,
+        responses={
+            200: MoveOutputSerializer,
+            404: error("No document by that id you curate, or no collection by that name you curate."),
+            409: error("The document is in that collection already, or it has a document from the same source."),
+        },
+    )
     def post(self, request, document_id: int):
         data = self.MoveInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         document = _curated_document(request.user, document_id)
         target = collections_curated_by(user=request.user).filter(slug=data.validated_data["collection"]).first()
         if target is None:
-            raise CairnError("collection", f"you curate no collection {data.validated_data['collection']!r}")
+            slug = data.validated_data["collection"]
+            raise CairnError("collection", f"you curate no collection {slug!r}", status_code=status.HTTP_404_NOT_FOUND)
         moved = document_move(document, target, actor=request.user, reason=data.validated_data["reason"])
         return Response(MoveOutputSerializer({"id": moved.id, "status": moved.status, "collection": target.slug}).data)

@@ -80,7 +80,9 @@ def document_move(
         document = Document.objects.select_for_update().get(id=document.id)
         before = document.collection
         if before.id == to.id:
-            raise CairnError("collection", f"document {document.id} is already in {to.slug!r}")
+            raise CairnError(
+                "collection", f"document {document.id} is already in {to.slug!r}", status_code=status.HTTP_409_CONFLICT
+            )
         if Document.objects.filter(collection=to, source=document.source).exists():
             raise CairnError(
                 "collection", f"{to.slug!r} already has a document from {document.source!r}",

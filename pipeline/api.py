@@ -5,7 +5,6 @@ import logging
 from collections.abc import Iterator
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
@@ -14,7 +13,9 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from common.fields import StrictCharField
 from common.postgres.base import installed_vector_version
+from common.schema import ERROR_REF, NOT_BLANK, error
 from common.sse import MEDIA_TYPE as EVENT_STREAM
 from common.sse import STREAM_HEADERS, EventStreamRenderer, sse
 from corpus.embedder import embedder_loaded
@@ -149,6 +150,17 @@ class AnswerSerializer(serializers.ModelSerializer):
         return None if mark is None else MarkSerializer(mark).data
 
 
+EVENTS = """With `stream: true` or `Accept: text/event-stream`: server-sent events, each `event: NAME` and one
+`data:` line of JSON.
+
+- `stage`: a stage finished: `{"stage": NAME, ...}` with what it found and its `ms` (the first, at once, is
+  `{"stage": "asked"}`);
+- `text`: a piece of the answer as it is written: `{"text": ...}`; `{"restart": true}` voids what came before
+  (a generator that failed part-way);
+- `answer`: the recorded answer, the very body of a plain request (Answer), and the stream ends;
+- `error`: `{"detail": ...}`: answering failed part-way, and the stream ends."""
+
+
 class QueryApi(APIView):
     """Ask a question. With `stream` (or `Accept: text/event-stream`) the answer comes as server-sent
     events: `stage` as each stage finishes (what it found, its milliseconds), `text` as the answer
@@ -160,7 +172,7 @@ class QueryApi(APIView):
     renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, EventStreamRenderer]
 
     class QueryInputSerializer(serializers.Serializer):
-        question = serializers.CharField(max_length=2000)
+        question = StrictCharField(max_length=2000)
         top_k = serializers.IntegerField(min_value=1, max_value=50, default=8)
         collections = serializers.ListField(
             child=serializers.SlugField(), required=False, allow_empty=False, max_length=100
@@ -173,7 +185,30 @@ class QueryApi(APIView):
             help_text="Follow on from this conversation of yours (the answer's conversation_id); none starts one.",
         )  # fmt: skip
 
-    @extend_schema(request=QueryInputSerializer, responses={(200, "application/json"): AnswerSerializer})
+        # fast and deep fix their generator (pipeline.services.query_state)
+        schema_constraints = {
+            "not": {"required": ["mode", "generator"], "properties": {"mode": {"enum": ["fast", "deep"]}}}
+        }
+
+    @extend_schema(
+        request=QueryInputSerializer,
+        responses={
+            (200, "application/json"): OpenApiResponse(
+                AnswerSerializer, description="The answer, or with `stream` its events (text/event-stream)."
+            ),
+            (200, EVENT_STREAM): {
+                "type": "object",
+                "description": EVENTS,
+                "properties": {
+                    "event": {"type": "string", "enum": ["stage", "text", "answer", "error"]},
+                    "data": {"type": "string", "description": "JSON"},
+                },
+                "required": ["event", "data"],
+            },
+            403: error("Not allowed: a `generator` on a server that does not let a query choose it."),
+            404: error("A collection in `collections` that you may not read, or none by that name."),
+        },
+    )
     def post(self, request):
         data = self.QueryInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -210,13 +245,14 @@ class AnswerDetailApi(APIView):
 
 
 ERRORS = OpenApiResponse(
-    OpenApiTypes.OBJECT,
-    description="The field at fault and why: n, sentence or none (a 400 from the body's shape or content).",
+    ERROR_REF,
+    description="The field at fault and why: n, sentence or none (a 400 from the body's shape).",
     examples=[OpenApiExample("not in that passage", value={"sentence": ["passage [2] of this answer showed no such sentence"]})],
 )  # fmt: skip
 NOT_YOURS = OpenApiResponse(
-    OpenApiTypes.OBJECT,
-    description="No answer with this id that you asked (a curator of it too: only its asker marks it).",
+    ERROR_REF,
+    description="No answer with this id that you asked (a curator of it too: only its asker marks it), or no "
+    "passage `n` in it, or no such sentence in that passage.",
     examples=[OpenApiExample("not yours", value={"response_id": ["no answer with this response id for you"]})],
 )
 
@@ -233,7 +269,7 @@ class AnswerMarkApi(APIView):
             min_value=1, max_value=10_000, required=False, allow_null=True,
             help_text="The evidence number of the passage.",
         )  # fmt: skip
-        sentence = serializers.CharField(
+        sentence = StrictCharField(
             required=False, allow_blank=True, allow_null=True, max_length=10_000,
             help_text="One of that passage's sentences (its evidence strips), whitespace aside.",
         )  # fmt: skip
@@ -241,7 +277,23 @@ class AnswerMarkApi(APIView):
             required=False, default=False, help_text="None of the sources answers it: send without n and sentence."
         )
 
-    @extend_schema(request=MarkInputSerializer, responses={200: MarkSerializer, 400: ERRORS, 404: NOT_YOURS})
+        # none: true names nothing; otherwise a passage and one of its sentences (pipeline.services.answer_mark)
+        schema_constraints = {
+            "oneOf": [
+                {"required": ["none"], "properties": {"none": {"enum": [True]}, "n": {"enum": [None]},
+                                                      "sentence": {"enum": [None, ""]}}},
+                {"required": ["n", "sentence"], "properties": {"none": {"enum": [False]}, "n": {"type": "integer"},
+                                                               "sentence": {"type": "string", "pattern": NOT_BLANK}}},
+            ]
+        }  # fmt: skip
+
+    @extend_schema(
+        request=MarkInputSerializer,
+        responses={
+            200: MarkSerializer, 400: ERRORS, 404: NOT_YOURS,
+            409: error("Passage `n` has changed since this answer (re-ingested, retracted or no longer yours)."),
+        },
+    )  # fmt: skip
     def post(self, request, response_id):
         data = self.MarkInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

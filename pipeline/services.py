@@ -43,8 +43,9 @@ def query_state(
     """
     if generator and not settings.CAIRN_GENERATOR_OVERRIDE:
         raise CairnError(
-            "generator", "this server does not let a query choose its generator (CAIRN_GENERATOR_OVERRIDE)"
-        )
+            "generator", "this server does not let a query choose its generator (CAIRN_GENERATOR_OVERRIDE)",
+            status_code=status.HTTP_403_FORBIDDEN,
+        )  # fmt: skip
     if generator and mode != Answer.Mode.STANDARD:
         raise CairnError("generator", f"mode {mode!r} fixes its generator; choose one only with mode 'standard'")
     collection_ids = None
@@ -53,7 +54,9 @@ def query_state(
         unknown = [slug for slug in collections if slug not in found]
         if unknown:
             # Unreadable and nonexistent look alike: a reader learns nothing about hidden collections.
-            raise CairnError("collections", f"unknown collection(s): {', '.join(unknown)}")
+            raise CairnError(
+                "collections", f"unknown collection(s): {', '.join(unknown)}", status_code=status.HTTP_404_NOT_FOUND
+            )
         collection_ids = list(found.values())
     conversation, earlier = None, []
     if conversation_id is not None:
@@ -121,7 +124,9 @@ def answer_mark(*, user: AbstractBaseUser, response_id, n: int | None, sentence:
         raise CairnError("n", "name the evidence number of the passage the sentence is from")
     evidence = answer.evidence.filter(n=n, origin=Evidence.Origin.CORPUS).first()
     if evidence is None:
-        raise CairnError("n", f"this answer has no passage [{n}] from your documents")
+        raise CairnError(
+            "n", f"this answer has no passage [{n}] from your documents", status_code=status.HTTP_404_NOT_FOUND
+        )
     # Through the one gate to chunks: a passage re-ingested, retracted or no longer readable since.
     chunk = (
         chunks_readable_by(user=user).filter(id=evidence.chunk_id).select_related("document__collection").first()
@@ -129,10 +134,15 @@ def answer_mark(*, user: AbstractBaseUser, response_id, n: int | None, sentence:
         else None
     )
     if chunk is None:
-        raise CairnError("n", f"passage [{n}] has changed since this answer: ask again to mark its sentence")
+        raise CairnError(
+            "n", f"passage [{n}] has changed since this answer: ask again to mark its sentence",
+            status_code=status.HTTP_409_CONFLICT,
+        )  # fmt: skip
     held = next((s["text"] for s in evidence.strips if same_sentence(s["text"], sentence)), None)
     if held is None:
-        raise CairnError("sentence", f"passage [{n}] of this answer showed no such sentence")
+        raise CairnError(
+            "sentence", f"passage [{n}] of this answer showed no such sentence", status_code=status.HTTP_404_NOT_FOUND
+        )
     return mark_record(
         user=user, response_id=answer.response_id, question=answer.question, evidence_n=n, chunk=chunk, sentence=held
     )

@@ -5,6 +5,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.fields import StrictCharField
+from common.schema import error
 from reputation.models import Feedback
 from reputation.services import feedback_submit
 
@@ -34,9 +36,21 @@ class FeedbackApi(APIView):
             required=False,
             help_text="External ground truth: overrides the rest. Staff and CAIRN_VERIFIER_GROUP only.",
         )
-        comment = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+        comment = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
 
-    @extend_schema(request=FeedbackInputSerializer, responses=FeedbackOutputSerializer)
+        # at least one signal (reputation.services.feedback_submit)
+        schema_constraints = {
+            "anyOf": [{"required": ["thumbs"]}, {"required": ["behaviour"]}, {"required": ["verifier"]}]
+        }
+
+    @extend_schema(
+        request=FeedbackInputSerializer,
+        responses={
+            200: FeedbackOutputSerializer,
+            403: error("A `verifier` from someone neither staff nor in CAIRN_VERIFIER_GROUP."),
+            404: error("No answer with this response id that you asked."),
+        },
+    )
     def post(self, request):
         data = self.FeedbackInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

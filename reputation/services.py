@@ -170,7 +170,9 @@ def feedback_submit(
     then the one above."""
     credit = fetch_prepared(_CREDIT, {"response_id": response_id, "user_id": user.pk})
     if credit is None:  # unknown, or someone else's: the same answer, so nothing leaks
-        raise CairnError("response_id", "no answer with this response id for you")
+        raise CairnError(
+            "response_id", "no answer with this response id for you", status_code=status.HTTP_404_NOT_FOUND
+        )
     if thumbs is None and not behaviour and verifier is None:
         raise CairnError("thumbs", "give at least one signal: thumbs, behaviour or verifier")
     if verifier is not None and not may_send_verifier(user):

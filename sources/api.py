@@ -10,7 +10,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.exceptions import CairnError
-from corpus.api import StrictCharField, StrictSlugField
+from common.fields import StrictCharField, StrictSlugField
+from common.schema import error
 from corpus.permissions import IsCurator
 from corpus.selectors import collections_curated_by
 from sources.models import Source, SyncRun
@@ -100,7 +101,15 @@ class SourceListApi(APIView):
     def get(self, request):
         return Response(SourceOutputSerializer(sources_curated_by(user=request.user), many=True).data)
 
-    @extend_schema(request=SourceCreateSerializer, responses={201: SourceDetailOutputSerializer})
+    @extend_schema(
+        request=SourceCreateSerializer,
+        responses={
+            201: SourceDetailOutputSerializer,
+            400: error("A field at fault: a location this kind of source cannot read, a schedule, credentials."),
+            404: error("No collection by that name that you curate."),
+            409: error("A source by that name exists already."),
+        },
+    )
     def post(self, request):
         data = SourceCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -108,7 +117,7 @@ class SourceListApi(APIView):
         slug = fields.pop("collection")
         collection = collections_curated_by(user=request.user).filter(slug=slug).first()
         if collection is None:
-            raise CairnError("collection", f"you curate no collection {slug!r}")
+            raise CairnError("collection", f"you curate no collection {slug!r}", status_code=status.HTTP_404_NOT_FOUND)
         source = source_create(actor=request.user, collection=collection, owner=request.user, **fields)
         return Response(_detail(source), status=status.HTTP_201_CREATED)
 
@@ -141,7 +150,7 @@ class SourceSyncApi(APIView):
 
     permission_classes = [IsCurator]
 
-    @extend_schema(request=None, responses={202: SyncQueuedSerializer})
+    @extend_schema(request=None, responses={202: SyncQueuedSerializer, 409: error("The source is disabled.")})
     def post(self, request, name: str):
         source = _curated_source(request.user, name)
         with transaction.atomic():

@@ -26,6 +26,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
+from rest_framework import status
 
 from common.exceptions import CairnError
 from corpus.audit import audit
@@ -220,7 +221,9 @@ def source_create(*, actor=None, operator: bool = False, collection: Collection,
     source_check(fields={**fields, "collection": collection}, operator=operator)
     with transaction.atomic():
         if Source.objects.filter(name=fields["name"]).exists():
-            raise CairnError("name", f"a source named {fields['name']!r} exists already")
+            raise CairnError(
+                "name", f"a source named {fields['name']!r} exists already", status_code=status.HTTP_409_CONFLICT
+            )
         source = Source.objects.create(collection=collection, **fields)
         if operator and source.credentials and (host := host_of(source.location)):
             # The operator who names a secret for a source grants it to that source's host alone.
@@ -294,7 +297,7 @@ def _schedule_save(source: Source) -> None:
 def source_sync_enqueue(*, source: Source, actor=None) -> None:
     """Queue a sync of `source` for the workers (after the caller's transaction commits)."""
     if not source.enabled:
-        raise CairnError("source", f"source {source.name!r} is disabled")
+        raise CairnError("source", f"source {source.name!r} is disabled", status_code=status.HTTP_409_CONFLICT)
     requested_by = actor.pk if actor is not None and actor.is_authenticated else None
     transaction.on_commit(
         lambda: async_task(SYNC_TASK, source.pk, requested_by, task_name=f"sync-{source.name}", group="sources")

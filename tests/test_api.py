@@ -75,9 +75,9 @@ def test_query_says_plainly_when_nothing_is_found(charlie):
         ({"question": QUESTION, "top_k": "many"}, "top_k"),
         ({"question": QUESTION, "collections": "demo"}, "collections"),
         ({"question": QUESTION, "collections": []}, "collections"),
-        ({"question": QUESTION, "collections": ["no-such-collection"]}, "collections"),
         ({"question": QUESTION, "mode": "turbo"}, "mode"),
         ({"question": QUESTION, "generator": "gpt"}, "generator"),
+        ({"question": QUESTION, "mode": "fast", "generator": "extractive"}, "generator"),
         ({"question": QUESTION, "mode": "fast", "generator": "ollama"}, "generator"),
     ],
 )
@@ -96,8 +96,14 @@ def test_a_collection_the_reader_cannot_see_looks_unknown(charlie, finance):
     response = client_for(charlie).post(
         "/api/v1/query", {"question": QUESTION, "collections": ["finance"]}, format="json"
     )
-    assert response.status_code == 400
+    assert response.status_code == 404
     assert response.json() == {"collections": ["unknown collection(s): finance"]}
+    response = client_for(charlie).post(
+        "/api/v1/query", {"question": QUESTION, "collections": ["no-such-collection"]}, format="json"
+    )
+    assert response.status_code == 404 and response.json() == {
+        "collections": ["unknown collection(s): no-such-collection"]
+    }
 
 
 def test_documents_and_chunks_are_visible_only_to_their_readers(alice, charlie, finance):
@@ -160,7 +166,6 @@ def test_a_broken_upload_is_a_400_naming_the_file(bob):
         ({"title": "t", "text": "x"}, "collection"),
         ({"collection": "demo", "text": "Some text."}, "title"),
         ({"collection": "demo", "title": "Only a title"}, "text"),
-        ({"collection": "nowhere", "title": "t", "text": "Some text."}, "collection"),
         ({"collection": "demo", "title": "t", "text": "Some text.", "metadata": "not a dict"}, "metadata"),
     ],
 )
@@ -168,6 +173,12 @@ def test_bad_document_input_gets_a_400_naming_the_field(bob, payload, field):
     response = client_for(bob).post("/api/v1/documents", payload, format="json")
     assert response.status_code == 400
     assert field in response.json()
+
+
+def test_a_document_for_an_unknown_collection_is_not_found(bob):
+    body = {"collection": "nowhere", "title": "t", "text": "Some text."}
+    response = client_for(bob).post("/api/v1/documents", body, format="json")
+    assert response.status_code == 404 and "nowhere" in response.json()["collection"][0]
 
 
 def test_readers_cannot_add_documents(charlie):

@@ -87,7 +87,7 @@ def test_a_curator_outside_a_collection_cannot_retract_review_upload_or_read_its
         assert response.status_code == 404
     # Uploads: only into a collection one curates.
     upload = {"collection": "hr", "title": "Bonus", "text": "Bonuses are paid in April to every engineer."}
-    assert outsider.post("/api/v1/documents", upload, format="json").status_code == 400  # not even readable
+    assert outsider.post("/api/v1/documents", upload, format="json").status_code == 404  # not even readable
     hr_reader = User.objects.create_user("erin", is_staff=True)
     hr_reader.groups.add(curators_group_ensure(), Group.objects.get(name="hr"))  # reads hr, curates it not
     refused = client_for(hr_reader).post("/api/v1/documents", upload, format="json")
@@ -359,7 +359,7 @@ def test_moving_a_document_needs_both_collections_is_audited_and_sends_what_rest
     assert published.status == Document.Status.RETRACTED  # hidden until a curator approves it again
     # Into a collection one does not curate: refused, naming it.
     refused = client_for(dana).post(f"/api/v1/documents/{document.id}/move", {"collection": "finance"}, format="json")
-    assert refused.status_code == 400 and "finance" in refused.json()["collection"][0]
+    assert refused.status_code == 404 and "finance" in refused.json()["collection"][0]
 
 
 def test_the_admin_moves_documents_only_into_collections_the_curator_curates_and_audits_it(hr, bob, dana):

@@ -75,25 +75,25 @@ def test_none_of_the_sources_is_a_mark_too_and_replaces_a_sentence(charlie):
     assert client_for(charlie).get(f"/api/v1/answers/{answer['response_id']}").json()["mark"]["none"] is True
 
 
-def test_a_sentence_that_evidence_did_not_show_is_a_400_naming_sentence(charlie):
+def test_a_sentence_that_evidence_did_not_show_is_not_found_naming_sentence(charlie):
     answer = ask(charlie)
     first, second = markable(answer)[:2]
     not_in_first = next(s["text"] for s in second["strips"] if s["text"] not in first["text"])
     for sentence in (not_in_first, "Marie Curie got the first Nobel prize in physics."):
         response = mark(charlie, answer, {"n": first["n"], "sentence": sentence})
-        assert response.status_code == 400 and list(response.json()) == ["sentence"], response.content
+        assert response.status_code == 404 and list(response.json()) == ["sentence"], response.content
     unknown = mark(charlie, answer, {"n": 99, "sentence": first["strips"][0]["text"]})
-    assert unknown.status_code == 400 and list(unknown.json()) == ["n"]
+    assert unknown.status_code == 404 and list(unknown.json()) == ["n"]
     assert not Mark.objects.filter(response_id=answer["response_id"]).exists()
 
 
-def test_a_passage_changed_since_the_answer_is_a_400_naming_n(charlie):
+def test_a_passage_changed_since_the_answer_is_a_conflict_naming_n(charlie):
     answer = ask(charlie)
     first = markable(answer)[0]
     # A re-ingest replaces the chunk: the evidence keeps its text, and loses its chunk.
     Evidence.objects.filter(answer__response_id=answer["response_id"], n=first["n"]).update(chunk=None)
     response = mark(charlie, answer, {"n": first["n"], "sentence": first["strips"][0]["text"]})
-    assert response.status_code == 400 and "changed" in response.json()["n"][0], response.content
+    assert response.status_code == 409 and "changed" in response.json()["n"][0], response.content
     assert not Mark.objects.exists()
 
 
@@ -171,6 +171,6 @@ def test_the_service_refuses_anyone_but_the_asker_with_the_unknown_answers_error
 def test_the_schema_documents_the_mark_and_its_refusals():
     schema = SchemaGenerator().get_schema(request=None, public=True)
     post = schema["paths"]["/api/v1/answers/{response_id}/mark"]["post"]
-    assert set(post["responses"]) == {"200", "400", "404"}
+    assert {"200", "400", "404", "409"} <= set(post["responses"])
     assert set(schema["components"]["schemas"]["MarkInput"]["properties"]) == {"n", "sentence", "none"}
     assert "mark" in schema["components"]["schemas"]["Answer"]["properties"]

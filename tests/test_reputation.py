@@ -158,9 +158,9 @@ def test_feedback_runs_as_prepared_generic_plans_and_the_same_unprepared(chunks,
 def test_feedback_api_checks_its_input_and_is_idempotent(chunks, charlie, alice):
     response_id = answer_for(charlie, chunks)
     post = lambda user, body: client_for(user).post("/api/v1/feedback", body, format="json")  # noqa: E731
-    assert post(charlie, {"response_id": str(uuid.uuid4()), "thumbs": 1}).status_code == 400
+    assert post(charlie, {"response_id": str(uuid.uuid4()), "thumbs": 1}).status_code == 404
     foreign = post(alice, {"response_id": str(response_id), "thumbs": 1})
-    assert foreign.status_code == 400 and "response_id" in foreign.json()
+    assert foreign.status_code == 404 and "response_id" in foreign.json()
     for bad in ({"thumbs": 2}, {"verifier": 1.5}, {"behaviour": "loved"}, {}):
         response = post(charlie, {"response_id": str(response_id), **bad})
         assert response.status_code == 400, bad

@@ -563,17 +563,17 @@ def test_the_api_lets_curators_manage_their_sources_and_names_the_field_of_bad_i
         ({"credentials": "hunter2-the-password"}, "credentials"),
         ({"include": "*.md"}, "include"),
         ({"branch": "main"}, "branch"),
-        ({"collection": "finance"}, "collection"),
         ({"name": "Not A Slug"}, "name"),
     ]:
         response = api.post("/api/v1/sources", {**body, **bad}, format="json")
         assert response.status_code == 400 and field in response.json(), (bad, response.json())
+    response = api.post("/api/v1/sources", {**body, "collection": "finance"}, format="json")  # not one dana curates
+    assert response.status_code == 404 and "collection" in response.json()
     response = api.post("/api/v1/sources", {**body, "schedule": "60", "exclude": ["*.tmp"]}, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["owner"] == "dana" and response.json()["runs"] == []
-    assert api.post("/api/v1/sources", body, format="json").json() == {
-        "name": ["a source named 'hr-share' exists already"]
-    }
+    again = api.post("/api/v1/sources", body, format="json")
+    assert again.status_code == 409 and again.json() == {"name": ["a source named 'hr-share' exists already"]}
     response = api.patch("/api/v1/sources/hr-share", {"schedule": "0 7 * * *"}, format="json")
     assert response.status_code == 200 and response.json()["schedule"] == "0 7 * * *"
     assert api.patch("/api/v1/sources/hr-share", {"kind": "website"}, format="json").json() == {

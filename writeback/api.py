@@ -9,6 +9,8 @@ from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.fields import StrictCharField
+from common.schema import error
 from corpus.permissions import IsCurator
 from writeback.models import WriteBack
 from writeback.review import writeback_approve, writeback_dismiss
@@ -51,6 +53,10 @@ class WriteBackListApi(ListAPIView):
     class FilterSerializer(serializers.Serializer):
         status = serializers.ChoiceField(choices=WriteBack.Status.choices, required=False)
 
+    @extend_schema(parameters=[FilterSerializer])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self):
         filters = self.FilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
@@ -61,12 +67,18 @@ class WriteBackApproveApi(APIView):
     permission_classes = [IsCurator]
 
     class ApproveInputSerializer(serializers.Serializer):
-        answer = serializers.CharField(
+        answer = StrictCharField(
             required=False, max_length=20000, help_text="An edited answer (with [n] citations): validated again first."
         )
-        note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+        note = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
 
-    @extend_schema(request=ApproveInputSerializer, responses=WriteBackSerializer)
+    @extend_schema(
+        request=ApproveInputSerializer,
+        responses={
+            200: WriteBackSerializer,
+            409: error("The write-back is not pending review (or its collection is at its cap of published answers)."),
+        },
+    )
     def post(self, request, writeback_id: int):
         data = self.ApproveInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -80,9 +92,12 @@ class WriteBackRejectApi(APIView):
     permission_classes = [IsCurator]
 
     class RejectInputSerializer(serializers.Serializer):
-        reason = serializers.CharField(max_length=2000, help_text="Why: it becomes a critique future answers see.")
+        reason = StrictCharField(max_length=2000, help_text="Why: it becomes a critique future answers see.")
 
-    @extend_schema(request=RejectInputSerializer, responses=WriteBackSerializer)
+    @extend_schema(
+        request=RejectInputSerializer,
+        responses={200: WriteBackSerializer, 409: error("The write-back is not pending review.")},
+    )
     def post(self, request, writeback_id: int):
         data = self.RejectInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -131,7 +131,11 @@ def writeback_publish(
     with transaction.atomic():
         writeback = _locked(writeback, WriteBack.Status.PENDING_REVIEW)
         if not writeback.text.strip():
-            raise CairnError("text", f"write-back {writeback.id} has no validated text to publish")
+            raise CairnError(
+                "text",
+                f"write-back {writeback.id} has no validated text to publish",
+                status_code=status.HTTP_409_CONFLICT,
+            )
         if reason := cap_reason(writeback.collection):
             if writeback.held != reason:
                 writeback.held = reason
