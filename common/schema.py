@@ -154,7 +154,12 @@ class CairnAutoSchema(AutoSchema):
                 schema["pattern"] = NO_NUL
                 schema.setdefault("minLength", 1)
         if isinstance(field, serializers.FileField):
-            schema = {"type": "string", "format": "binary"}  # a file's bytes, not (as a response has it) a URL
+            # A file's bytes, not (as a response has it) a URL; an example of its own stays.
+            schema = {
+                "type": "string",
+                "format": "binary",
+                **({"example": schema["example"]} if "example" in schema else {}),
+            }
             if not field.allow_empty_file:
                 schema["minLength"] = 1
         if isinstance(field, serializers.ListField) and not field.allow_empty:

@@ -9,7 +9,13 @@ from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiRequest, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiRequest,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
 from rest_framework.permissions import IsAuthenticated
@@ -143,6 +149,18 @@ FILE_PART = {
 }
 
 
+# A form's parts, with the examples a client generating a multipart body from the schema fills in
+# (without them, an empty collection, which is no slug, or a PNG image named notes.txt).
+@extend_schema_field({"type": "string", "pattern": "^[-a-zA-Z0-9_]+$", "example": "handbook"})
+class CollectionPartField(StrictSlugField):
+    pass
+
+
+@extend_schema_field({"type": "string", "format": "binary", "minLength": 1, "example": "The canteen opens at 8 am."})
+class FilePartField(serializers.FileField):
+    pass
+
+
 class DocumentListApi(ListAPIView):
     """List the active documents the caller may read; curators may add documents."""
 
@@ -175,7 +193,7 @@ class DocumentListApi(ListAPIView):
         "metadata": serializers.DictField(required=False),
     })  # fmt: skip
     FileInput = inline_serializer("DocumentFileInput", {
-        "collection": StrictSlugField(), "file": serializers.FileField(), "title": StrictCharField(max_length=500, required=False),
+        "collection": CollectionPartField(), "file": FilePartField(), "title": StrictCharField(max_length=500, required=False),
         "source": SourceNameField(),
     })  # fmt: skip
 
@@ -309,7 +327,8 @@ class DocumentOriginalApi(APIView):
     def perform_content_negotiation(self, request, force=False):
         return super().perform_content_negotiation(request, force=True)  # a file, whatever Accept says
 
-    @extend_schema(responses={(200, "application/octet-stream"): bytes})
+    # The file in its own media type: a PDF, a Word file, a text file as uploaded.
+    @extend_schema(responses={(200, "*/*"): OpenApiResponse(bytes, description="The original file, as it was read.")})
     def get(self, request, document_id: int):
         document = document_with_original(user=request.user, document_id=document_id)
         if document is None:

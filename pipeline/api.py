@@ -8,6 +8,7 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
+from rest_framework.generics import ListAPIView
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -324,15 +325,14 @@ class ConversationDetailSerializer(ConversationSerializer):
     turns = TurnSerializer(many=True, help_text="Its questions and answers, oldest first.")
 
 
-class ConversationListApi(APIView):
+class ConversationListApi(ListAPIView):
     """Your conversations, the one asked in last first. Each answer of /api/v1/query belongs to one
     (its conversation_id); a question sent with it follows on from the turns before."""
 
-    @extend_schema(responses=ConversationSerializer(many=True))
-    def get(self, request):
-        pages = api_settings.DEFAULT_PAGINATION_CLASS()
-        page = pages.paginate_queryset(conversations_of(user=request.user), request, view=self)
-        return pages.get_paginated_response(ConversationSerializer(page, many=True).data)
+    serializer_class = ConversationSerializer
+
+    def get_queryset(self):
+        return conversations_of(user=self.request.user)
 
 
 class ConversationDetailApi(APIView):

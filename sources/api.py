@@ -2,6 +2,7 @@
 collection only; a source elsewhere is not found. Views validate, call one selector or service,
 serialise."""
 
+from django.core.validators import RegexValidator
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -16,7 +17,15 @@ from corpus.permissions import IsCurator
 from corpus.selectors import collections_curated_by
 from sources.models import Source, SyncRun
 from sources.selectors import runs_of, secrets_granted_for, sources_curated_by
-from sources.services import source_create, source_sync_enqueue, source_update
+from sources.services import (
+    BRANCH,
+    CREDENTIALS,
+    LOCATIONS,
+    SCHEDULE,
+    source_create,
+    source_sync_enqueue,
+    source_update,
+)
 
 
 class RunOutputSerializer(serializers.Serializer):
@@ -66,21 +75,47 @@ class SyncQueuedSerializer(serializers.Serializer):
     status = serializers.CharField()
 
 
+def _either_blank_or(pattern: str) -> str:
+    return f"^$|{pattern}"
+
+
+def _shaped(field: str, *, required: bool = False, **kwargs) -> StrictCharField:
+    """A field of a source's, checked against its pattern (sources/services.py) as the schema shows
+    it, untrimmed: a pattern says where the value starts and ends, so " /srv/docs" is not a path."""
+    validators = [RegexValidator(PATTERNS[field], message=f"not a valid {field}")]
+    return StrictCharField(required=required, trim_whitespace=False, validators=validators, **kwargs)
+
+
+PATTERNS = {"branch": _either_blank_or(BRANCH), "credentials": _either_blank_or(CREDENTIALS),
+            "schedule": _either_blank_or(SCHEDULE), "location": "|".join(f"(?:{p})" for p in LOCATIONS.values())}  # fmt: skip
+
+
 class SourceChangeSerializer(serializers.Serializer):
-    location = StrictCharField(max_length=1000, required=False)
-    branch = StrictCharField(max_length=200, required=False, allow_blank=True)
-    credentials = StrictCharField(max_length=500, required=False, allow_blank=True)
-    schedule = StrictCharField(max_length=100, required=False, allow_blank=True)
+    location = _shaped("location", max_length=1000)
+    branch = _shaped("branch", max_length=200, allow_blank=True)
+    credentials = _shaped("credentials", max_length=500, allow_blank=True)
+    schedule = _shaped("schedule", max_length=100, allow_blank=True)
     include = serializers.ListField(child=StrictCharField(max_length=200), required=False, max_length=100)
     exclude = serializers.ListField(child=StrictCharField(max_length=200), required=False, max_length=100)
     enabled = serializers.BooleanField(required=False)
+
+    schema_constraints = {"additionalProperties": False}  # a kind or collection cannot change: add a source
 
 
 class SourceCreateSerializer(SourceChangeSerializer):
     name = StrictSlugField(max_length=100)
     kind = serializers.ChoiceField(choices=Source.Kind.values)
-    location = StrictCharField(max_length=1000)
+    location = _shaped("location", required=True, max_length=1000)
     collection = StrictSlugField()
+
+    # Each kind its location's shape; only git has a branch.
+    schema_constraints = {
+        "oneOf": [
+            {"properties": {"kind": {"enum": [kind]}, "location": {"pattern": pattern},
+                            **({} if kind == Source.Kind.GIT else {"branch": {"maxLength": 0}})}}
+            for kind, pattern in LOCATIONS.items()
+        ]
+    }  # fmt: skip
 
 
 def _curated_source(user, name: str) -> Source:
@@ -105,8 +140,12 @@ class SourceListApi(APIView):
         request=SourceCreateSerializer,
         responses={
             201: SourceDetailOutputSerializer,
-            400: error("A field at fault: a location this kind of source cannot read, a schedule, credentials."),
-            404: error("No collection by that name that you curate."),
+            400: error("A field at fault: a location not of this kind's shape, a schedule, credentials."),
+            403: error(
+                "Not yours to add: a folder outside CAIRN_SOURCES_FOLDER_ROOTS, an ssh or git:// repository "
+                "(operators add those), a secret not granted to the collection for the location's host."
+            ),
+            404: error("No collection by that name that you curate, or no folder or repository at the location."),
             409: error("A source by that name exists already."),
         },
     )
@@ -131,7 +170,15 @@ class SourceDetailApi(APIView):
     def get(self, request, name: str):
         return Response(_detail(_curated_source(request.user, name)))
 
-    @extend_schema(request=SourceChangeSerializer, responses=SourceDetailOutputSerializer)
+    @extend_schema(
+        request=SourceChangeSerializer,
+        responses={
+            200: SourceDetailOutputSerializer,
+            403: error("Not yours to set: as for adding a source (a folder outside the roots, an ungranted secret)."),
+            404: error("No source by that name that you curate, or no folder or repository at the location."),
+            409: error("A location or branch of another kind of source's shape than this one's."),
+        },
+    )
     def patch(self, request, name: str):
         source = _curated_source(request.user, name)
         unknown = sorted(set(request.data) - set(SourceChangeSerializer().fields))

@@ -37,7 +37,6 @@ from corpus.services import documents_ingest
 from readers.extract import ExtractedDocument, ExtractionError, extract_bytes
 from sources.connectors import connector_for
 from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, host_of
-from sources.connectors.confluence import space_of
 from sources.connectors.git import cache_of, cache_remove, local_path, repository_check
 from sources.models import SecretGrant, Source, SourceItem, SyncRun
 
@@ -46,10 +45,47 @@ log = logging.getLogger(__name__)
 SYNC_TASK = "sources.tasks.source_sync"
 ITEM_TASK = "sources.tasks.source_item_sync"
 EDITABLE = ("location", "branch", "credentials", "schedule", "include", "exclude", "enabled", "owner")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
-_SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:")
 MAX_PATTERNS = 100
+
+
+def _cron_field(value: str) -> str:
+    item = rf"(?:\*|{value}(?:-{value})?)(?:/[1-9][0-9]?)?"
+    return rf"{item}(?:,{item})*"
+
+
+def _names(*names: str) -> str:  # "mon" in any case: cron reads names so
+    return "|".join("".join(f"[{c.lower()}{c.upper()}]" for c in name) for name in names)
+
+
+_MONTHS = _names("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DAYS = _names("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+_CRON = " ".join(
+    _cron_field(v)
+    for v in (
+        r"[0-5]?[0-9]", r"(?:[01]?[0-9]|2[0-3])", r"(?:0?[1-9]|[12][0-9]|3[01])", rf"(?:0?[1-9]|1[0-2]|{_MONTHS})",
+        rf"(?:[0-7]|{_DAYS})",
+    )
+)  # fmt: skip
+# The shape of each field of a source, one pattern for the API's schema (sources/api.py) and for
+# source_check (re.match, re.fullmatch where it ends in $): a value of another shape is a 400 naming
+# the field. Where a location of the right shape may not be read (outside the roots, a curator's
+# ssh) is a 403; one that is not there a 404. Character classes are spelled out: Python's and
+# JavaScript's \s and . differ at the edges, and the schema is read by both.
+_SPACE = " \t\n\r\f\v"
+# A host (a name, an address, an IPv6 address in brackets) and no user: no secret hides in it.
+HOST_URL = rf"https?://(?:\[[0-9A-Fa-f:.]+\]|[^/?#\[\]@{_SPACE}]+)(?::[0-9]+)?"
+SCP_LIKE = r"[A-Za-z0-9._][A-Za-z0-9._-]*@[A-Za-z0-9.-]+:"  # git's user@host:path
+_REST = r"[^\x00]*$"  # anything after what the kind needs, but a NUL
+LOCATIONS = {
+    Source.Kind.FOLDER: rf"^/{_REST}",
+    Source.Kind.WEBSITE: rf"^{HOST_URL}{_REST}",
+    Source.Kind.GIT: rf"^(?:{HOST_URL}|(?:ssh|git)://|file:///|/|{SCP_LIKE}){_REST}",
+    Source.Kind.CONFLUENCE: rf"^{HOST_URL}(?:[^?#{_SPACE}\x00]*/(?:spaces|display)/[^/?#{_SPACE}\x00]+"
+    rf"|[^?#{_SPACE}\x00]*\?(?:[^#{_SPACE}\x00]*&)?spaceKey=[^&#{_SPACE}\x00]+){_REST}",
+}
+BRANCH = r"^(?![A-Za-z0-9._/-]*\.\.)[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$"  # git's names; never ".." (a path out)
+SCHEDULE = rf"^(?:[1-9][0-9]{{0,3}}|[12][0-9]{{4}}|3[01][0-9]{{3}}|32[0-6][0-9]{{2}}|327[0-5][0-9]|3276[0-7]|{_CRON})$"
+CREDENTIALS = r"^(?:[A-Za-z_][A-Za-z0-9_]*|/[^\n]*)$"  # an environment variable's name or a secret file's path
 
 
 # --- Checking what a source may be ----------------------------------------------------------------
@@ -64,24 +100,16 @@ def source_check(*, fields: dict, operator: bool) -> None:
     kind, location = fields["kind"], fields["location"].strip()
     if kind not in Source.Kind.values:
         raise CairnError("kind", f"{kind!r} is not one of {', '.join(Source.Kind.values)}")
-    if not location:
-        raise CairnError("location", "may not be blank")
+    if not re.match(LOCATIONS[kind], location):
+        raise CairnError("location", LOCATION_SHAPES[kind])
     if kind == Source.Kind.FOLDER:
         _local_path_check(location, operator=operator, what="folder")
         if not Path(location).is_dir():
-            raise CairnError("location", f"{location} is not a folder")
-    elif kind == Source.Kind.WEBSITE:
-        if not re.match(r"^https?://[^/\s]+", location):
-            raise CairnError("location", "must be an http:// or https:// URL")
+            raise CairnError("location", f"{location} is not a folder", status_code=status.HTTP_404_NOT_FOUND)
     elif kind == Source.Kind.GIT:
         _git_location_check(location, operator=operator)
-    elif kind == Source.Kind.CONFLUENCE:
-        try:
-            space_of(location)
-        except ValueError as exc:
-            raise CairnError("location", f"{location}: {exc}") from None
     branch = fields.get("branch") or ""
-    if branch and (kind != Source.Kind.GIT or not _BRANCH.match(branch) or ".." in branch):
+    if branch and (kind != Source.Kind.GIT or not re.fullmatch(BRANCH, branch)):
         raise CairnError("branch", "only a git source has a branch: a name like main or release/2.1")
     _schedule_check(fields.get("schedule") or "")
     for field in ("include", "exclude"):
@@ -94,43 +122,53 @@ def source_check(*, fields: dict, operator: bool) -> None:
                        host=host_of(location))  # fmt: skip
 
 
+LOCATION_SHAPES = {
+    Source.Kind.FOLDER: "a folder is an absolute path",
+    Source.Kind.WEBSITE: "must be an http:// or https:// URL",
+    Source.Kind.GIT: "must be an http(s), ssh or git URL, user@host:path, or an absolute path",
+    Source.Kind.CONFLUENCE: "must be a Confluence space's http(s) URL: …/spaces/KEY, …/display/KEY or ?spaceKey=KEY",
+}
+FORBIDDEN = status.HTTP_403_FORBIDDEN
+
+
 def _local_path_check(location: str, *, operator: bool, what: str) -> None:
     path = Path(location)
     if not path.is_absolute():
-        raise CairnError("location", f"a {what} must be an absolute path")
+        raise CairnError("location", f"a {what} must be an absolute path")  # the shape checked it already
     # Every sync reads this very path and follows no symlink on its way (sources/connectors/folder.py,
     # git.py): one lying under a root when saved still does, whatever is swapped in later.
     if (resolved := path.resolve()) != path:
-        raise CairnError("location", f"a {what} is given by its real path, without symlinks: {resolved}")
+        raise CairnError(
+            "location", f"a {what} is given by its real path, without symlinks: {resolved}", status_code=FORBIDDEN
+        )
     if operator:
         return
     roots = settings.CAIRN_SOURCES_FOLDER_ROOTS
     if not any(path == root or root in path.parents for root in roots):
         where = ", ".join(map(str, roots)) if roots else "none are set: only operators add them (manage.py sources add)"
-        raise CairnError("location", f"a {what} must lie under CAIRN_SOURCES_FOLDER_ROOTS ({where})")
+        raise CairnError(
+            "location", f"a {what} must lie under CAIRN_SOURCES_FOLDER_ROOTS ({where})", status_code=FORBIDDEN
+        )
 
 
 def _git_location_check(location: str, *, operator: bool) -> None:
-    if location.startswith("-"):
-        raise CairnError("location", "must be a repository URL or path")
-    scheme = location.split("://", 1)[0] if "://" in location else ""
-    if scheme in ("http", "https"):
-        return
-    if scheme in ("ssh", "git") or not scheme and _SCP_LIKE.match(location):
-        if not operator:  # the server's own keys and network: git cannot be held to the address checked there
-            raise CairnError(
-                "location",
-                "a curator adds an http(s) repository, or a local one under CAIRN_SOURCES_FOLDER_ROOTS: ssh and "
-                "git:// repositories are added by operators (manage.py sources add)",
-            )
-        return
-    if scheme not in ("", "file") or (path := local_path(location)) is None:
-        raise CairnError("location", "must be an http(s), ssh or git URL, user@host:path, or an absolute path")
-    _local_path_check(str(path), operator=operator, what="local repository")
-    try:
-        repository_check(path)  # as before every fetch
-    except ConnectorError as exc:
-        raise CairnError("location", str(exc)) from None
+    """A location of git's shape (LOCATIONS): a local repository must lie under the roots and be one;
+    an ssh or git:// one, or user@host:path, is an operator's (the server's own keys and network:
+    git cannot be held to the address checks there)."""
+    if location.startswith(("/", "file:///")):
+        path = local_path(location)
+        _local_path_check(str(path), operator=operator, what="local repository")
+        try:
+            repository_check(path)  # as before every fetch
+        except ConnectorError as exc:
+            raise CairnError("location", str(exc), status_code=status.HTTP_404_NOT_FOUND) from None
+    elif not re.match(HOST_URL, location) and not operator:
+        raise CairnError(
+            "location",
+            "a curator adds an http(s) repository, or a local one under CAIRN_SOURCES_FOLDER_ROOTS: ssh and "
+            "git:// repositories are added by operators (manage.py sources add)",
+            status_code=FORBIDDEN,
+        )
 
 
 def _schedule_check(schedule: str) -> None:
@@ -138,19 +176,17 @@ def _schedule_check(schedule: str) -> None:
         return
     from croniter import croniter
 
-    if schedule.isdigit() or len(schedule.split()) != 5 or not croniter.is_valid(schedule):
+    if not re.fullmatch(SCHEDULE, schedule) or not croniter.is_valid(schedule):
         raise CairnError("schedule", f"{schedule!r} is neither minutes (1-32767) nor a cron line like '0 6 * * 1-5'")
 
 
 def _credentials_check(reference: str, *, collection: Collection | None, operator: bool, host: str = "") -> None:
     if not reference:
         return
-    if "/" in reference:
-        if not Path(reference).is_absolute():
-            raise CairnError("credentials", "a secret file must be an absolute path")
-    elif not _ENV_NAME.match(reference):
+    if not re.fullmatch(CREDENTIALS, reference):
         raise CairnError(
-            "credentials", "must name an environment variable or a secret file, never hold the secret itself"
+            "credentials",
+            "must name an environment variable or a secret file (an absolute path), never hold the secret itself",
         )
     if operator:
         return
@@ -160,11 +196,13 @@ def _credentials_check(reference: str, *, collection: Collection | None, operato
         raise CairnError(
             "credentials",
             f"{reference} is not granted to {where}: name one an operator granted (manage.py sources grant-secret)",
+            status_code=FORBIDDEN,
         )
     if host not in hosts:
         raise CairnError(
             "credentials",
             f"{reference} is granted for {', '.join(sorted(hosts))} only, not for {host or 'a local path'}",
+            status_code=FORBIDDEN,
         )
 
 
@@ -242,7 +280,13 @@ def source_update(*, source: Source, actor=None, operator: bool = False, **chang
             raise CairnError(field, "cannot be changed: add a new source instead")
     before = _described(source)
     fields = {**before, "kind": source.kind, **changes, "collection": source.collection}
-    source_check(fields=fields, operator=operator)
+    try:
+        source_check(fields=fields, operator=operator)
+    except CairnError as error:
+        if error.field in ("location", "branch") and error.field in changes and error.status_code == 400:
+            # Of a shape some source takes (the schema cannot know this one's kind): not this one's.
+            raise CairnError(error.field, f"{error.message} (a {source.kind} source)", status_code=409) from None
+        raise
     with transaction.atomic():
         for field, value in changes.items():
             setattr(source, field, value.strip() if field == "location" else value)

@@ -42,7 +42,7 @@ def test_a_curator_names_no_secret_an_operator_did_not_grant_to_their_collection
     api = client_for(dana)
     for credentials in (token, str(secret_file), "CAIRN_SECRET_KEY"):
         response = confluence(api, "hr-wiki", EVIL, credentials)
-        assert response.status_code == 400 and "not granted to collection hr" in response.json()["credentials"][0]
+        assert response.status_code == 403 and "not granted to collection hr" in response.json()["credentials"][0]
     assert not Source.objects.exists()
 
 
@@ -55,7 +55,7 @@ def test_a_granted_secret_goes_only_to_its_host_whoever_moves_the_source(hr, dan
     assert "s3cr3t" not in str(event.after) + event.summary
     api = client_for(dana)
     response = confluence(api, "hr-wiki", EVIL, token)  # the granted name, another host
-    assert response.status_code == 400
+    assert response.status_code == 403
     assert response.json()["credentials"] == [
         f"{token} is granted for wiki.example.com only, not for collector.example.net"
     ]
@@ -63,7 +63,7 @@ def test_a_granted_secret_goes_only_to_its_host_whoever_moves_the_source(hr, dan
     # Moving the source to another host keeps its credentials from going there: refused when
     # changed, and refused again at the request, should the location change by another road.
     moved = api.patch("/api/v1/sources/hr-wiki", {"location": EVIL}, format="json")
-    assert moved.status_code == 400 and "credentials" in moved.json()
+    assert moved.status_code == 403 and "credentials" in moved.json()
     source = Source.objects.get(name="hr-wiki")
     assert source_secret(source, f"{WIKI}/rest/api/content") == "operator-wiki-token-s3cr3t"
     for url in (EVIL, "https://wiki.example.com.collector.example.net/", "https://user@collector.example.net/"):
@@ -81,7 +81,7 @@ def test_a_granted_secret_goes_only_to_its_host_whoever_moves_the_source(hr, dan
 def test_one_collection_s_curator_cannot_use_another_collection_s_secret(hr, finance, dana, token):
     secret_grant(name=token, collection=finance, host="wiki.example.com")
     response = confluence(client_for(dana), "hr-wiki", WIKI, token)
-    assert response.status_code == 400 and "not granted to collection hr" in response.json()["credentials"][0]
+    assert response.status_code == 403 and "not granted to collection hr" in response.json()["credentials"][0]
     # Nor by moving a finance source into hr's hands: a source's collection never changes.
     source = source_create(operator=True, collection=finance, name="fin-wiki", kind="confluence", location=WIKI)
     source_update(source=source, operator=True, credentials=token)

@@ -555,18 +555,20 @@ def test_the_api_lets_curators_manage_their_sources_and_names_the_field_of_bad_i
     (tmp_path / "hr-share").mkdir()
     api = client_for(dana)
     body = {"name": "hr-share", "kind": "folder", "location": str(tmp_path / "hr-share"), "collection": "hr"}
-    for bad, field in [
-        ({"kind": "ftp"}, "kind"),
-        ({"location": "/etc"}, "location"),
-        ({"schedule": "every day"}, "schedule"),
-        ({"credentials": "CAIRN_SECRET_KEY"}, "credentials"),
-        ({"credentials": "hunter2-the-password"}, "credentials"),
-        ({"include": "*.md"}, "include"),
-        ({"branch": "main"}, "branch"),
-        ({"name": "Not A Slug"}, "name"),
+    for bad, field, refused in [
+        ({"kind": "ftp"}, "kind", 400),
+        ({"location": "etc"}, "location", 400),  # not a folder's shape
+        ({"location": "/etc"}, "location", 403),  # the shape, but not a curator's to read
+        ({"location": str(tmp_path / "nowhere")}, "location", 404),
+        ({"schedule": "every day"}, "schedule", 400),
+        ({"credentials": "CAIRN_SECRET_KEY"}, "credentials", 403),  # not granted to hr
+        ({"credentials": "hunter2-the-password"}, "credentials", 400),
+        ({"include": "*.md"}, "include", 400),
+        ({"branch": "main"}, "branch", 400),
+        ({"name": "Not A Slug"}, "name", 400),
     ]:
         response = api.post("/api/v1/sources", {**body, **bad}, format="json")
-        assert response.status_code == 400 and field in response.json(), (bad, response.json())
+        assert response.status_code == refused and field in response.json(), (bad, response.json())
     response = api.post("/api/v1/sources", {**body, "collection": "finance"}, format="json")  # not one dana curates
     assert response.status_code == 404 and "collection" in response.json()
     response = api.post("/api/v1/sources", {**body, "schedule": "60", "exclude": ["*.tmp"]}, format="json")

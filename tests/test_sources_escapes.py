@@ -319,7 +319,7 @@ def test_a_curator_cannot_add_an_ssh_or_git_protocol_repository(bob, finance):
                      "git://git.example.org/hr/handbook.git"):  # fmt: skip
         body = {"name": "handbook", "kind": "git", "location": location, "collection": "finance"}
         response = api.post("/api/v1/sources", body, format="json")
-        assert response.status_code == 400 and "added by operators" in response.json()["location"][0], location
+        assert response.status_code == 403 and "added by operators" in response.json()["location"][0], location
     assert git_source("ssh://git@git.example.org/hr/handbook.git", finance).kind == "git"  # an operator may
 
 
