@@ -1,1 +1,7 @@
-urlpatterns: list = []
+from django.urls import path
+
+from integrations.views import McpApi
+
+urlpatterns = [
+    path("mcp", McpApi.as_view(), name="mcp"),
+]
