@@ -8,6 +8,7 @@ collections are searched but the token the view authenticated (or the command's 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,8 @@ from mcp.server import Server
 from common.exceptions import CairnError
 from integrations import tools
 from pipeline.models import Answer
+
+log = logging.getLogger(__name__)
 
 SERIALIZER = tools.ToolInputSerializer().fields
 INPUT_SCHEMA = {
@@ -139,6 +142,9 @@ def server_for(user: AbstractBaseUser) -> Server:
             result: dict[str, Any] = await sync_to_async(run, thread_sensitive=True)(user, params.arguments or {})
         except CairnError as refused:  # a bad input, an unknown or unreadable collection
             return error_result(str(refused))
+        except Exception:  # noqa: BLE001 - the caller gets a tool error, never the server's insides
+            log.exception("the MCP tool %s failed", params.name)
+            return error_result("Answering failed on the server (it is logged). Please ask again.")
         return types.CallToolResult(content=[types.TextContent(text=text(result))], structured_content=result)
 
     return Server("cairn", title="Cairn", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)

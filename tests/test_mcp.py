@@ -240,3 +240,12 @@ def test_a_body_past_the_request_bound_is_refused_before_the_sdk_reads_it(alice,
     deep = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": json.loads("[" * 40 + "]" * 40)}}
     assert mcp_post(alice, deep).status_code == 400
     assert mcp_post(alice, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, scheme="Token").status_code == 200
+
+
+def test_a_get_for_a_server_stream_is_answered_405_and_holds_no_thread(alice):
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.get_or_create(user=alice)[0].key
+    response = Client().get("/mcp", HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_ACCEPT="text/event-stream")
+    assert response.status_code == 405 and response["Allow"] == "POST, OPTIONS"
