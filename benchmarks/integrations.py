@@ -2,17 +2,18 @@
 fast mode, to a served Cairn (`manage.py serve`: gunicorn, one worker), through POST /api/v1/query
 and through each integration surface (MCP's `ask` tool at /mcp), one question at a time.
 
-For each question the surfaces are asked in turn, the order alternating from one question to the
-next (so neither is always the one that finds the caches warm), after a few warm-up questions each.
-A surface's overhead is, per question, its latency minus the API's; the figure is its median (the
-p50 overhead), with each surface's own p50 and p95 and how many answers matched the API's text.
-Both go over HTTP keep-alive with httpx2 (the MCP SDK's own client, one session for the run), so
-what differs is the integration, not the client. Fast mode without rank exploration
-(CAIRN_RANK_EXPLORE_FAST=false): the same question gets the same passages through either surface.
+Each question is asked through every surface twice, in alternating order (A B B A: each surface
+asks first once and last once, so none always finds the caches warm or cold), after a few warm-up
+questions; a surface's latency for the question is the mean of its two. Its overhead is, per
+question, that latency minus the API's; the figure is its median (the p50 overhead), with each
+surface's own p50 and p95 and how many answers matched the API's text. Both go over HTTP keep-alive
+with httpx2 (the MCP SDK's own client, one session for the run), so what differs is the
+integration, not the client. Fast mode without rank exploration (CAIRN_RANK_EXPLORE_FAST=false):
+the same question gets the same passages through either surface.
 Rate limits are raised for the run. Floor: every surface's p50 overhead ≤ 20 ms.
 
 Another surface is one more entry in SURFACES: a class with `start`, `ask` (the answer's text) and
-`close`. Runs on a database of its own (cairn_bench_integrations); a few minutes here.
+`close`. Runs on a database of its own (cairn_bench_integrations); about a minute here.
 
     .venv/bin/python benchmarks/integrations.py [--questions 30] [--warm 3]
 """
@@ -146,11 +147,15 @@ async def measure(base: str, token: str, questions: list[str], warm: int) -> dic
         seconds = {name: [] for name in surfaces}
         answers = {name: [] for name in surfaces}
         order = list(surfaces)
-        for i, question in enumerate(tqdm(questions[: len(questions) - warm], desc="asking", unit="question")):
-            for name in order if i % 2 == 0 else order[::-1]:
+        for question in tqdm(questions[: len(questions) - warm], desc="asking", unit="question"):
+            took, said = {name: [] for name in surfaces}, {}
+            for name in order + order[::-1]:  # A B B A: each surface asks first once and last once
                 started = time.perf_counter()
-                answers[name].append(await surfaces[name].ask(question))
-                seconds[name].append(time.perf_counter() - started)
+                said[name] = await surfaces[name].ask(question)
+                took[name].append(time.perf_counter() - started)
+            for name in surfaces:
+                answers[name].append(said[name])
+                seconds[name].append(sum(took[name]) / len(took[name]))
     finally:
         for surface in surfaces.values():
             await surface.close()
