@@ -2,15 +2,16 @@
 fast mode, to a served Cairn (`manage.py serve`: gunicorn, one worker), through POST /api/v1/query
 and through each integration surface (MCP's `ask` tool at /mcp), one question at a time.
 
-Each question is asked through every surface twice, in alternating order (A B B A: each surface
-asks first once and last once, so none always finds the caches warm or cold), after a few warm-up
-questions; a surface's latency for the question is the mean of its two. Its overhead is, per
-question, that latency minus the API's; the figure is its median (the p50 overhead), with each
-surface's own p50 and p95 and how many answers matched the API's text. Each surface through its
-own client on one kept-alive connection: MCP through the SDK's (httpx2, one session for the run),
-the API through the fastest one (see Rest). Fast mode without rank exploration
-(CAIRN_RANK_EXPLORE_FAST=false): the same question gets the same passages through either surface.
-Rate limits are raised for the run. Floor: every surface's p50 overhead ≤ 20 ms.
+Each question is asked once, unmeasured (the judges keep recent scores: the first asker would pay
+for all), then through every surface twice, in alternating order (A B B A, then B A A B for the
+next question: no surface is always first or last), after a few warm-up questions; a surface's
+latency for the question is the mean of its two. Its overhead is, per question, that latency
+minus the API's; the figure is its median (the p50 overhead), with each surface's own p50 and p95
+and how many answers matched the API's text. Each surface through its own client on one
+kept-alive connection: MCP through the SDK's (httpx2, one session for the run), the API through
+the fastest one (see Rest). Fast mode without rank exploration (CAIRN_RANK_EXPLORE_FAST=false):
+the same question gets the same passages through either surface. Rate limits are raised for the
+run. Floor: every surface's p50 overhead ≤ 20 ms.
 
 Another surface is one more entry in SURFACES: a class with `start`, `ask` (the answer's text) and
 `close`. Runs on a database of its own (cairn_bench_integrations); about a minute here.
@@ -156,10 +157,14 @@ async def measure(base: str, token: str, questions: list[str], warm: int) -> dic
                 await surface.ask(question)
         seconds = {name: [] for name in surfaces}
         answers = {name: [] for name in surfaces}
-        order = list(surfaces)
-        for question in tqdm(questions[: len(questions) - warm], desc="asking", unit="question"):
+        order, api = list(surfaces), BASELINE[0]
+        for i, question in enumerate(tqdm(questions[: len(questions) - warm], desc="asking", unit="question")):
+            # Unmeasured first: the judges keep recent (question, passage) scores, which would
+            # otherwise make whichever surface asks a question first pay for all the others.
+            await surfaces[api].ask(question)
             took, said = {name: [] for name in surfaces}, {}
-            for name in order + order[::-1]:  # A B B A: each surface asks first once and last once
+            turn = order if i % 2 == 0 else order[::-1]
+            for name in turn + turn[::-1]:  # A B B A, then B A A B: no surface always first or last
                 started = time.perf_counter()
                 said[name] = await surfaces[name].ask(question)
                 took[name].append(time.perf_counter() - started)
@@ -169,7 +174,6 @@ async def measure(base: str, token: str, questions: list[str], warm: int) -> dic
     finally:
         for surface in surfaces.values():
             await surface.close()
-    api = BASELINE[0]
     result = {api: latency(seconds[api])}
     for name in SURFACES:
         overhead = [(s - b) * 1000 for s, b in zip(seconds[name], seconds[api], strict=True)]
