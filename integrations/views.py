@@ -22,6 +22,8 @@ from django.http import HttpResponse
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import ParseError
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
 from accounts.authentication import BearerTokenAuthentication
@@ -32,6 +34,17 @@ from integrations.mcp_server import server_for
 WITHHELD = {"authorization", "cookie"}
 
 
+class JsonAnswers(BaseContentNegotiation):
+    """Every answer of /mcp is JSON (the SDK's, or DRF's refusals: 401, 405, 413, 429), whatever the
+    client accepts: a client's GET asks for an event stream, and its answer is the spec's 405, not a 406."""
+
+    def select_parser(self, request, parsers):
+        return None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 class McpApi(APIView):
     """The MCP endpoint: POST a JSON-RPC message, get the JSON-RPC answer."""
 
@@ -39,6 +52,8 @@ class McpApi(APIView):
     authentication_classes = [BearerTokenAuthentication, TokenAuthentication]  # a 401 asks for Bearer
     throttle_scope = "query"  # a tool call costs what a question costs; shared with /api/v1/query
     parser_classes: list = []  # the SDK reads the body
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = JsonAnswers
     schema = None  # not a REST resource: left out of the OpenAPI document
 
     def get_throttles(self):
