@@ -638,4 +638,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("CAIRN_LOG_LEVEL", "INFO")},
+    # The MCP SDK logs the start and end of every /mcp request at INFO (a manager per request).
+    "loggers": {"mcp": {"level": "WARNING"}},
 }

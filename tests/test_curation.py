@@ -2,6 +2,7 @@
 belong to; outside them every curator surface (admin, write-back queue, answers, retraction,
 uploads, reputation) behaves as if the rows did not exist. Real admin, real API, real database."""
 
+import json
 import uuid
 
 import pytest
@@ -13,6 +14,7 @@ from corpus.services import collection_get_or_create, curators_group_ensure, doc
 from pipeline.models import Answer, Evidence
 from readers.extract import ExtractedDocument
 from tests.conftest import SALARY, client_for
+from tests.mcp_client import mcp_tool
 from writeback.lessons import gap_record, lesson_create, mark_record
 from writeback.models import Gap, Lesson, WriteBack
 from writeback.proposals import writeback_propose, writeback_publish
@@ -309,6 +311,15 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
         "api reject": api.post(f"/api/v1/writebacks/{writeback.id}/reject", {"reason": "no"}, format="json").status_code
         == 200,  # fmt: skip
         "api retract": api.post(f"/api/v1/documents/{document.id}/retract", {}, format="json").status_code == 200,
+    }
+    # The MCP tools: search over all the persona reads (the pipeline's own filter), ask within hr.
+    found = mcp_tool(user, "search", {"question": "When are salary bands reviewed?", "mode": "fast"})
+    answered = mcp_tool(user, "ask", {"question": "When are salary bands reviewed?", "mode": "fast",
+                                      "collections": ["hr"]})  # fmt: skip
+    cited = "" if answered["isError"] else json.dumps(answered["structuredContent"]["citations"])
+    allowed |= {
+        "mcp search": any(marker in p["text"] for p in (found.get("structuredContent") or {}).get("passages", [])),
+        "mcp ask": not answered["isError"] and (marker in answered["structuredContent"]["answer"] or marker in cited),
     }
     # Through these no one gets hr's text or changes what it shows, hr's own curator included.
     never = {
