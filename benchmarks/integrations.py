@@ -1,6 +1,7 @@
 """What the integrations cost over the API they wrap: the same questions, by the same reader, in
 fast mode, to a served Cairn (`manage.py serve`: gunicorn, one worker), through POST /api/v1/query
-and through each integration surface (MCP's `ask` tool at /mcp), one question at a time.
+and through each integration surface (MCP's `ask` tool at /mcp, the OpenAI-compatible
+/v1/chat/completions), one question at a time.
 
 Each question is asked once, unmeasured (the judges keep recent scores: the first asker would pay
 for all), then through every surface twice, in alternating order (A B B A, then B A A B for the
@@ -69,6 +70,20 @@ class Rest:
         self.connection.close()
 
 
+class OpenAIChat(Rest):
+    """The OpenAI-compatible endpoint, POST /v1/chat/completions, unstreamed, on one kept-alive
+    connection as the API (the same fast client: its body carries the recorded answer too)."""
+
+    def post(self, question: str) -> str:
+        body = {"model": "cairn", "mode": "fast", "messages": [{"role": "user", "content": question}]}
+        self.connection.request("POST", "/v1/chat/completions", json.dumps(body), self.headers)
+        response = self.connection.getresponse()
+        data = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{response.status}: {data[:500]!r}")
+        return json.loads(data)["cairn"]["answer"]
+
+
 class Mcp:
     """The MCP server's `ask` tool, through the SDK's streamable HTTP client and one ClientSession."""
 
@@ -100,7 +115,7 @@ class Mcp:
 
 
 BASELINE = ("api", Rest)
-SURFACES = {"mcp ask": Mcp}  # name: surface; the OpenAI-compatible chat endpoint joins here
+SURFACES = {"mcp ask": Mcp, "openai chat": OpenAIChat}  # name: surface
 
 
 def server_env(**extra) -> dict:
