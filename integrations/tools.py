@@ -19,11 +19,12 @@ from pipeline.stages import QueryState, embed_query, pipeline_run, rank, refine,
 
 class ToolInputSerializer(QueryApi.QueryInputSerializer):
     """The query API's own checks (question length, top_k, collection slugs, mode), so that a tool
-    refuses exactly what /api/v1/query refuses. No generator (the server's choice) and no streaming
-    (a tool answers once)."""
+    refuses exactly what /api/v1/query refuses. No generator (the server's choice), no streaming
+    (a tool answers once) and no conversation: an agent keeps its own, and asks what it means."""
 
     generator = None
     stream = None
+    conversation_id = None
 
 
 INPUTS = tuple(ToolInputSerializer().fields)
