@@ -207,7 +207,10 @@ class QueryApi(APIView):
                 "required": ["event", "data"],
             },
             403: error("Not allowed: a `generator` on a server that does not let a query choose it."),
-            404: error("A collection in `collections` that you may not read, or none by that name."),
+            404: error(
+                "A collection in `collections` that you may not read, or none by that name; a `conversation_id` "
+                "that is not one of yours."
+            ),
         },
     )
     def post(self, request):

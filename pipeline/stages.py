@@ -3,9 +3,10 @@
     rewrite -> embed_query -> retrieve -> rank -> verify -> correct -> refine -> recall -> generate -> record
 
 `rewrite` turns a follow-up in a conversation into the standalone question it means
-(pipeline/conversations.py); every later stage works on that question. Each stage is a plain function of the state, testable alone; each is timed. `retrieve` also finds
-the lesson of a near question a curator confirmed (writeback.selectors.lessons_near), whose passage
-`rank` puts first and `verify` makes VERIFIED with its sentence the one to state (`teach`). `rank`
+(pipeline/conversations.py); every later stage works on that question. Each stage is a plain
+function of the state, testable alone; each is timed. `retrieve` also finds the lesson of a near
+question a curator confirmed (writeback.selectors.lessons_near), whose passage `rank` puts first
+and `verify` makes VERIFIED with its sentence the one to state (`teach`). `rank`
 re-orders a pool of top_k * CAIRN_RANK_POOL retrieved chunks by reputation and keeps top_k; `verify`
 is the gate (pipeline/gate.py), `correct` asks the external source only when the gate says it should,
 `recall` finds critiques of rejected answers to similar questions (the experience store),
