@@ -15,7 +15,8 @@ the same question gets the same passages through either surface. Rate limits are
 run. Floor: every surface's p50 overhead ≤ 20 ms.
 
 Another surface is one more entry in SURFACES: a class with `start`, `ask` (the answer's text) and
-`close`. Runs on a database of its own (cairn_bench_integrations); about a minute here.
+`close`. Runs on a database of its own (cairn_bench_integrations); about a minute here. Writes
+benchmarks/results/integrations.json and .png.
 
     .venv/bin/python benchmarks/integrations.py [--questions 30] [--warm 3]
 """
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import time
 
-from _common import ROOT, django_setup, free_port, percentile, write_result
+from _common import RESULTS, ROOT, django_setup, free_port, percentile, write_result
 
 DATABASE = "cairn_bench_integrations"
 SECRET = "benchmark-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz"
@@ -201,6 +202,30 @@ async def measure(base: str, token: str, questions: list[str], warm: int) -> dic
     return result
 
 
+def plot(result: dict) -> None:
+    """Each surface's p50 and p95 beside the API's, and its p50 overhead against the floor."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [result["baseline"], *(n for n in result if n in SURFACES)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
+    for offset, key in ((-0.2, "p50_ms"), (0.2, "p95_ms")):
+        left.bar([i + offset for i in range(len(names))], [result[n][key] for n in names], 0.4, label=key[:3])
+    left.set_xticks(range(len(names)), names)
+    left.set_ylabel("answer latency (ms)")
+    left.legend()
+    surfaces = names[1:]
+    right.bar(surfaces, [result[n]["overhead_p50_ms"] for n in surfaces])
+    right.axhline(FLOOR_MS, color="red", linestyle="--", label=f"floor {FLOOR_MS:g} ms")
+    right.set_ylabel("p50 overhead over the API (ms)")
+    right.legend()
+    fig.suptitle(f"Integrations against /api/v1/query ({result[names[0]]['questions']} questions, fast)")
+    fig.tight_layout()
+    fig.savefig(RESULTS / "integrations.png", dpi=110)
+
+
 def latency(seconds: list[float]) -> dict:
     ms = [s * 1000 for s in seconds]
     return {"questions": len(ms), "p50_ms": round(percentile(ms, 50), 1), "p95_ms": round(percentile(ms, 95), 1)}
@@ -224,6 +249,7 @@ def main() -> None:
     result["floors"] = {f"{name} overhead p50 ≤ {FLOOR_MS:g} ms": result[name]["overhead_p50_ms"] <= FLOOR_MS
                         for name in SURFACES}  # fmt: skip
     path = write_result("integrations", result)
+    plot(result)
     print(json.dumps({k: result[k] for k in (BASELINE[0], *SURFACES, "floors")}, indent=1))
     print(f"written to {path}")
 
