@@ -35,7 +35,7 @@ from common.exceptions import CairnError, api_exception_handler
 from common.sse import MEDIA_TYPE as EVENT_STREAM
 from common.sse import STREAM_HEADERS, EventStreamRenderer
 from corpus.selectors import collections_readable_by
-from pipeline.api import recorded_answer
+from pipeline.api import QueryApi, recorded_answer
 from pipeline.conversations import Turn, follows_on
 from pipeline.models import Answer
 from pipeline.selectors import conversations_of
@@ -50,6 +50,7 @@ MAX_MESSAGES = 200
 MAX_EARLIER_CHARS = 20_000  # an earlier message is read for its gist only
 SOURCES = "\n\nSources:\n"
 MATCHED_CONVERSATIONS = 20  # the caller's latest conversations a chat is matched against
+MAX_QUESTION = QueryApi.QueryInputSerializer().fields["question"].max_length  # as /api/v1/query takes
 
 
 def openai_error(response: Response | None) -> Response | None:
@@ -100,7 +101,7 @@ class ChatInputSerializer(serializers.Serializer):
     model = serializers.CharField(max_length=200)
     messages = MessageSerializer(many=True, allow_empty=False, max_length=MAX_MESSAGES)
     stream = serializers.BooleanField(default=False)
-    # Cairn's own, as extra body fields: what /api/v1/query takes.
+    # Cairn's own, as extra body fields: as /api/v1/query takes them (QueryApi.QueryInputSerializer).
     mode = serializers.ChoiceField(choices=Answer.Mode.choices, default=Answer.Mode.STANDARD)
     top_k = serializers.IntegerField(min_value=1, max_value=50, default=8)
 
@@ -110,8 +111,8 @@ class ChatInputSerializer(serializers.Serializer):
         question = messages[-1]["content"].strip()
         if not question:
             raise serializers.ValidationError("the last user message has no text")
-        if len(question) > 2000:
-            raise serializers.ValidationError("the question may have at most 2000 characters")
+        if len(question) > MAX_QUESTION:
+            raise serializers.ValidationError(f"the question may have at most {MAX_QUESTION} characters")
         if any(len(m["content"]) > MAX_EARLIER_CHARS for m in messages):
             raise serializers.ValidationError(f"a message may have at most {MAX_EARLIER_CHARS} characters")
         return messages
@@ -146,7 +147,9 @@ def conversation_matched(user, turns: list[Turn]):
     if not turns:
         return None
     asked = [t.asked for t in turns]
-    for conversation in conversations_of(user=user).filter(turn_count=len(turns))[:MATCHED_CONVERSATIONS]:
+    # A conversation's title is its first question as typed (pipeline.stages.record).
+    candidates = conversations_of(user=user).filter(turn_count=len(turns), title=asked[0][:200])
+    for conversation in candidates[:MATCHED_CONVERSATIONS]:
         if [a.asked or a.question for a in conversation.turns.order_by("created_at")] == asked:
             return conversation
     return None

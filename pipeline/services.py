@@ -91,8 +91,8 @@ def conversation_delete(*, user: AbstractBaseUser, conversation_id) -> int:
     conversation = conversation_get(user=user, conversation_id=conversation_id)
     if conversation is None:
         raise CairnError("conversation_id", NO_CONVERSATION, status_code=status.HTTP_404_NOT_FOUND)
+    turns = conversation.turn_count  # conversations_of counts them
     with transaction.atomic():
-        turns = conversation.turns.count()
         audit("conversation.delete", conversation, actor=user, summary=f"{turns} turn(s)",
               before={"conversation_id": str(conversation.conversation_id), "turns": turns})  # fmt: skip
         conversation.delete()

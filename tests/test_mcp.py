@@ -8,7 +8,6 @@ import contextlib
 import json
 import subprocess
 import sys
-import time
 
 import httpx2
 import pytest
@@ -19,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.loopback import free_port
 from tests.mcp_client import mcp_post, mcp_tool
-from tests.test_serving import ROOT, env, manage, request, served, served_database  # noqa: F401  (a fixture)
+from tests.test_serving import ROOT, env, health_answered, manage, request, served, served_database  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
 PAYROLL = "The payroll cut-off is the 18th of each month; later changes move to the next month's salary run."
@@ -175,14 +174,7 @@ def test_the_development_server_serves_it_too(readers):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                request(f"http://127.0.0.1:{port}/api/v1/health", timeout=5)
-                break
-            except OSError:
-                assert time.monotonic() < deadline and server.poll() is None
-                time.sleep(0.3)
+        health_answered(f"http://127.0.0.1:{port}", server)
         (asked,) = calls(f"http://127.0.0.1:{port}", readers["erin"], ("ask", {"question": QUESTION, "mode": "fast"}))
         assert asked.structured_content["outcome"] == "answered" and "8 am" in asked.structured_content["answer"]
     finally:

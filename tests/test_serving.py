@@ -137,6 +137,18 @@ def wait_healthy(base: str, server: Server, seconds=180) -> None:
     )
 
 
+def health_answered(base: str, process: subprocess.Popen, seconds=60) -> tuple:
+    """(status, headers, body) of the first answer health gives a server started without warming its
+    models: any answer, once it listens; it must not exit or take longer than `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return request(f"{base}/api/v1/health", timeout=5)
+        except OSError:
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.3)
+
+
 def connections_of(application: str) -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_clear_snapshot()")  # a transaction otherwise sees its first snapshot
@@ -254,14 +266,7 @@ def test_behind_the_proxy_lockouts_follow_the_client_and_a_direct_client_cannot_
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                request(f"http://127.0.0.1:{port}/api/v1/health", timeout=5)
-                break
-            except OSError:
-                assert time.monotonic() < deadline and server.poll() is None
-                time.sleep(0.3)
+        health_answered(f"http://127.0.0.1:{port}", server)
         # Through nginx (the peer 127.0.0.1, a trusted proxy): each client has its own count.
         mallory, alice = forwarded("198.51.100.7"), forwarded("198.51.100.8")
         for _ in range(3):
@@ -309,14 +314,7 @@ def test_the_development_server_keeps_no_connection_per_request_thread(served_da
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                status, headers, _ = request(f"{base}/api/v1/health", timeout=5)
-                break
-            except OSError:
-                assert time.monotonic() < deadline and server.poll() is None
-                time.sleep(0.3)
+        _, headers, _ = health_answered(base, server)
         assert "Python" not in headers["Server"]
         for _ in range(20):  # each in a new thread, as the development server runs them
             assert request(f"{base}/api/v1/documents", token=served_database)[0] == 200
