@@ -156,7 +156,10 @@ def _git_location_check(location: str, *, operator: bool) -> None:
     an ssh or git:// one, or user@host:path, is an operator's (the server's own keys and network:
     git cannot be held to the address checks there)."""
     if location.startswith(("/", "file:///")):
-        path = local_path(location)
+        try:
+            path = local_path(location)  # a file:// URL decoded as git decodes it: the path checked is the path read
+        except ConnectorError as exc:
+            raise CairnError("location", str(exc)) from None
         _local_path_check(str(path), operator=operator, what="local repository")
         try:
             repository_check(path)  # as before every fetch

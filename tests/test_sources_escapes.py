@@ -358,3 +358,46 @@ def test_a_blob_larger_than_the_limit_is_an_item_that_fails_naming_it(places, bo
     run = source_sync(source=git_source(places.root / "handbook", finance, bob), inline=True)
     assert (run.status, run.added, run.failed) == ("succeeded", 1, 1), run.errors
     assert "CAIRN_SOURCES_MAX_BYTES (2048 bytes)" in run.errors["big.md"]
+
+
+# --- Percent-escapes: the path checked is the path git reads --------------------------------------
+
+
+@pytest.mark.parametrize("target", ["repository", "sibling"])
+def test_a_percent_encoded_path_under_a_root_reads_no_other_collection_s_repository(
+    places, alice, bob, hr, finance, tmp_path, monkeypatch, django_capture_on_commit_callbacks, target
+):
+    """bob curates finance and may read under the shares root. He makes `shares/x` and, beside it, a
+    repository named `x%2f..%2f..%2fhr-handbook`: git decodes %2f in a file:// URL, so a fetch of that
+    folder as file://… read hr's repository instead, while every check looked at the folder of that
+    literal name. Likewise a folder that is almost a repository
+    (no refs) sent git on to a `NAME.git` beside it, a symlink the checks never looked at."""
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", True)  # each task runs as it is queued, in this process
+    repository(tmp_path / "hr-handbook", {"secret.md": SECRET})  # the operator's, read into hr
+    private = git_source(tmp_path / "hr-handbook", hr, name="hr-handbook")
+    assert source_sync(source=private, inline=True).added == 1
+    (places.root / "x").mkdir()
+    decoy = places.root / ("x%2f..%2f..%2fhr-handbook" if target == "repository" else "x")
+    for folder in ("objects", "refs/heads") if target != "sibling" else ("objects",):
+        (decoy / folder).mkdir(parents=True, exist_ok=True)
+    (decoy / "HEAD").write_text("ref: refs/heads/main\n")
+    if target == "sibling":
+        (places.root / "x.git").symlink_to(tmp_path / "hr-handbook" / ".git", target_is_directory=True)
+    api = client_for(bob)
+    for location in (str(decoy), f"file://{decoy}"):
+        body = {"name": "ledger", "kind": "git", "location": location, "collection": "finance"}
+        created = api.post("/api/v1/sources", body, format="json")
+        if created.status_code != 201:  # refused outright: that is a way out too
+            assert created.status_code in (403, 404) and "location" in created.json(), created.json()
+            continue
+        with django_capture_on_commit_callbacks(execute=True):
+            assert api.post("/api/v1/sources/ledger/sync").status_code == 202
+        run = Source.objects.get(name="ledger").runs.get()
+        assert run.status == "failed" and run.added == 0, (run.status, run.error)
+        Source.objects.filter(name="ledger").delete()
+    assert not Chunk.objects.filter(document__collection=finance, text__icontains="vault combination").exists()
+    answer = client_for(alice).post("/api/v1/query", {"question": "What is the vault combination?", "mode": "fast"},
+                                    format="json")  # fmt: skip
+    assert answer.status_code == 200 and "forty-four" not in answer.content.decode()

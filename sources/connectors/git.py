@@ -24,7 +24,7 @@ import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 
@@ -41,6 +41,9 @@ _PASSED = ("PATH", "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO", "GIT_SSL_C
 # drops the worker's own ~/.ssh keys, which ssh finds through the password database whatever HOME says.
 _SSH = "ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes"
 _SSH_KEYLESS = f"{_SSH} -o IdentityFile=none"
+# Reads the git folder it is given or nothing: without --strict, one that is no repository sends
+# upload-pack on to `PATH.git`, `PATH.git/.git` (a sibling the checks never saw).
+_UPLOAD_PACK = "git upload-pack --strict"
 # What would make git read a local repository's refs or objects from elsewhere.
 _LEADS_ELSEWHERE = ("commondir", "gitdir", "objects/info/alternates", "objects/info/http-alternates")
 
@@ -55,9 +58,15 @@ def cache_remove(cache: Path) -> None:
 
 
 def local_path(location: str) -> Path | None:
-    """The path of a local repository's location (a path or a file:// URL); None for a remote one."""
+    """The path of a local repository's location (a path or a file:// URL); None for a remote one.
+    A file:// URL's percent-escapes are decoded, as git decodes them: `%2f..` is a path's `/..`, which
+    the checks then see (and refuse); a plain path is taken as it is spelled, `%` and all. Either way
+    git is handed this very path, never a URL it would decode again (GitConnector)."""
     if location.startswith("file://"):
-        return Path(location.removeprefix("file://"))
+        path = unquote(location.removeprefix("file://"))
+        if "\x00" in path:
+            raise ConnectorError(f"{location}: a path holds no NUL")
+        return Path(path)
     return Path(location) if location.startswith("/") else None
 
 
@@ -71,8 +80,10 @@ def _symlink_in(folder: str) -> str | None:
     return None
 
 
-def repository_check(path: Path) -> None:
-    """Raise ConnectorError unless git, reading the local repository at `path`, reads nothing but it:
+def repository_check(path: Path) -> Path:
+    """Return the git folder of the local repository at `path` (`path/.git` or, bare, `path`) that git
+    is to read, exactly that (upload-pack --strict: no second guess at `path.git` or the like). Raise
+    ConnectorError unless git, reading it, reads nothing but it:
     `path` is its own real path (no symlink on the way, so a repository that lay under
     CAIRN_SOURCES_FOLDER_ROOTS when saved still does), it lies outside CAIRN_SOURCES_DIR (the
     sources' own copies), its git folder is a folder (not a .git file or a symlink) holding no
@@ -88,7 +99,7 @@ def repository_check(path: Path) -> None:
     try:
         if gitdir == dotgit and (dotgit.is_symlink() or not dotgit.is_dir()):
             raise ConnectorError(f"{dotgit} is not a folder: a .git file or symlink would lead git elsewhere")
-        if not (gitdir / "HEAD").is_file() or not (gitdir / "objects").is_dir():
+        if not all(((gitdir / "HEAD").is_file(), (gitdir / "objects").is_dir(), (gitdir / "refs").is_dir())):
             raise ConnectorError(f"{path} is not a git repository")
         if found := _symlink_in(str(gitdir)):
             raise ConnectorError(f"{found} is a symlink, which would lead git outside the repository")
@@ -97,6 +108,7 @@ def repository_check(path: Path) -> None:
     for name in _LEADS_ELSEWHERE:
         if os.path.lexists(gitdir / name):
             raise ConnectorError(f"{gitdir / name} would lead git to refs or objects outside the repository")
+    return gitdir
 
 
 class GitConnector:
@@ -110,7 +122,7 @@ class GitConnector:
         self.scheme = "file" if self.local else self.url.split("://", 1)[0] if "://" in self.url else "ssh"
         if self.scheme not in ALLOWED_PROTOCOLS.split(":"):
             raise ConnectorError(f"{self.url}: git reads a source only over {ALLOWED_PROTOCOLS.replace(':', ', ')}")
-        self.remote = f"file://{self.local}" if self.local else self.url
+        self.remote = self.url  # a local one: the git folder repository_check returns (_reach)
 
     def _environment(self) -> dict[str, str]:
         home = Path(settings.CAIRN_SOURCES_DIR) / "home"
@@ -149,10 +161,12 @@ class GitConnector:
         command line (where ps shows it)."""
         if self.local:
             try:
-                repository_check(self.local)
+                # The plain path checked, never a file:// URL: git decodes a URL's %2f into a `/`, and a
+                # folder named `x%2f..%2f..%2fother` under a root would lead it to `other`.
+                self.remote = str(repository_check(self.local))
             except ConnectorError as exc:
                 raise ConnectorError(f"git fetch of {self.url} refused: {exc}") from exc
-            return [], {}
+            return [f"remote.origin.uploadpack={_UPLOAD_PACK}"], {}
         host = host_of(self.url)
         try:
             port = (urlsplit(self.url).port if "://" in self.url else None) or PORTS[self.scheme]
