@@ -6,7 +6,8 @@
 (pipeline/conversations.py); every later stage works on that question. Each stage is a plain
 function of the state, testable alone; each is timed. `retrieve` also finds the lesson of a near
 question a curator confirmed (writeback.selectors.lessons_near), whose passage `rank` puts first
-and `verify` makes VERIFIED with its sentence the one to state (`teach`). `rank`
+among its collection's and `verify` makes VERIFIED with its sentence the one to state (`teach`,
+`settle`) unless a passage of another collection contradicts it. `rank`
 re-orders a pool of top_k * CAIRN_RANK_POOL retrieved chunks by reputation and keeps top_k; `verify`
 is the gate (pipeline/gate.py), `correct` asks the external source only when the gate says it should,
 `recall` finds critiques of rejected answers to similar questions (the experience store),
@@ -159,11 +160,10 @@ def lessons_reaching(state: QueryState) -> list[LessonMatch]:
 
 def rank(state: QueryState) -> None:
     """Reputation re-orders the pool (reputation/ranking.py); the best top_k become the candidates,
-    a lesson's passage first."""
+    a lesson's passage first among its own collection's (lesson_placed)."""
     explore = settings.CAIRN_RANK_EXPLORE_FAST if state.mode == Answer.Mode.FAST else settings.CAIRN_RANK_EXPLORE
     ranked = hits_rank(state.hits, explore=explore, question_vector=state.query_vector)
-    taught = {m.chunk_id for m in state.lessons}
-    ranked = sorted(ranked, key=lambda r: r.hit.chunk_id not in taught)[: state.top_k]
+    ranked = lesson_placed(ranked, {m.chunk_id for m in state.lessons}, state.top_k)
     state.hits = [r.hit for r in ranked]
     state.candidates = [
         candidate_from_hit(
@@ -174,6 +174,25 @@ def rank(state: QueryState) -> None:
     ]  # fmt: skip
 
 
+def lesson_placed(ranked: list, taught: set[int], top_k: int) -> list:
+    """The best `top_k` of `ranked`, the lesson's passage (chunk ids `taught`) first among its own
+    collection's. A lesson is a curator's word inside their collection: it orders that collection's
+    passages and takes the place of its best one, while every other collection's passage keeps the
+    place the ranking gave it. When no passage of its collection made the top_k, it joins them last,
+    one passage more, rather than take another collection's place."""
+    lead = next((r for r in ranked if r.hit.chunk_id in taught), None)
+    top = ranked[:top_k]
+    if lead is None:
+        return top
+    slots = [i for i, r in enumerate(top) if r.hit.collection_id == lead.hit.collection_id]
+    if not slots:
+        return [*top, lead]
+    # zip stops at the slots: a lead from outside the top_k pushes its collection's last one out.
+    for i, r in zip(slots, [lead, *(top[i] for i in slots if top[i] is not lead)]):
+        top[i] = r
+    return top
+
+
 def verify(state: QueryState) -> None:
     terms = question_terms(user=state.user, question=state.question, collection_ids=state.collection_ids)
     upper = calibrated_relevance_upper(user=state.user, collection_ids=state.collection_ids)
@@ -181,19 +200,22 @@ def verify(state: QueryState) -> None:
         state.question, get_relevance_model(), get_entailment_model(), get_answer_judge(),
         query_vector=state.query_vector, terms=terms, upper=upper,
     )  # fmt: skip
-    state.gate.verify(state.candidates)
-    teach(state)
+    state.gate.score_coverage(state.candidates)
+    state.gate.score_relevance(state.candidates)
+    lead = teach(state)
+    state.gate.verify(state.candidates)  # relevance is cached: agreement compares the lesson's sentence
+    settle(state, lead)
     shifts = confidence_shifts({c.hit.collection_id for c in state.candidates if c.hit})
     for candidate in state.candidates:
         candidate.confidence_shift = shifts.get(candidate.hit.collection_id, 0.0) if candidate.hit else 0.0
     state.action = action_for(answerable_relevances(state.candidates), state.gate.upper)
 
 
-def teach(state: QueryState) -> None:
-    """A lesson's passage is VERIFIED and its sentence the one to state: a curator confirmed that it
-    answers a question this near (a reader's unconfirmed mark never gets here). The passage keeps
-    its own scores otherwise, so the reader sees how the models alone judged it."""
-    upper = state.gate.upper
+def teach(state: QueryState) -> Candidate | None:
+    """The passage of the lesson that reaches this question, its sentence made the passage's best
+    strip and the passage as relevant as the upper threshold, before the gate compares passages:
+    a curator confirmed that it answers a question this near (a reader's unconfirmed mark never
+    gets here), so agreement weighs the sentence the lesson would state. None when no lesson does."""
     for lesson in state.lessons:
         candidate = next((c for c in state.candidates if c.hit and c.hit.chunk_id == lesson.chunk_id), None)
         if candidate is None:
@@ -202,13 +224,35 @@ def teach(state: QueryState) -> None:
         if position is None:
             continue
         candidate.strips[position].relevance = max(candidate.strips[position].relevance, 1.0)
-        candidate.relevance = max(candidate.relevance or 0.0, upper)
-        candidate.trust = max(candidate.trust, settings.CAIRN_VERIFIED_THRESHOLD)
-        candidate.bucket, candidate.settled, candidate.taught = Bucket.VERIFIED, True, position
+        candidate.relevance = max(candidate.relevance or 0.0, state.gate.upper)
+        candidate.taught = position
         candidate.notes.append(
             f"a curator confirmed this passage answers a question like this one ({lesson.similarity:.2f})"
         )
-        return  # one lesson states the answer
+        return candidate  # one lesson states the answer
+    return None
+
+
+def settle(state: QueryState, lead: Candidate | None) -> None:
+    """The lesson's passage `lead` is VERIFIED and its sentence the one to state, unless a passage of
+    another collection contradicts that sentence (the gate's agreement check). A lesson is its
+    curators' word within their collection: it settles what that collection's passages say, and
+    never overrides evidence elsewhere; contradicted from outside it is judged as any passage, and
+    the reader is told the sources disagree (dispute). The passage keeps its own scores otherwise,
+    so the reader sees how the models alone judged it."""
+    if lead is None:
+        return
+    by_n = {c.n: c for c in state.candidates}
+    outside = [
+        n for n in lead.contradicted_by if by_n[n].hit is None or by_n[n].hit.collection_id != lead.hit.collection_id
+    ]
+    if outside:
+        lead.taught = None
+        lead.notes.append(f"a passage of another collection disagrees ({', '.join(f'[{n}]' for n in outside)}): "
+                          "weighed as any passage")  # fmt: skip
+        return
+    lead.trust = max(lead.trust, settings.CAIRN_VERIFIED_THRESHOLD)
+    lead.bucket, lead.settled = Bucket.VERIFIED, True
 
 
 def correct(state: QueryState) -> None:

@@ -177,3 +177,54 @@ def test_only_a_curator_of_the_collection_teaches_and_only_a_sentence_of_the_pas
     lesson = lesson_create(actor=curator, question=TAUGHT, chunk=chunk, sentence=f"  {BADGE}  ",
                            origin=Lesson.Origin.PICKED)  # fmt: skip
     assert lesson.sentence == BADGE and AuditEvent.objects.filter(action="lesson.create", actor=curator).exists()
+
+
+def test_a_lesson_of_another_collection_neither_demotes_nor_silences_the_passage_it_contradicts(hr, bob, settings):
+    """bob curates the public handbook, not hr: he asks hr's question within the handbook and writes
+    his own answer to it on the curators' list. A reader of hr who asks without naming collections
+    gets hr's passage where the ranking puts it, and "sources disagree", not bob's sentence stated."""
+    from django.test import Client
+
+    from tests.conftest import SALARY, client_for
+
+    settings.CAIRN_MISS_MIN_ASKERS, settings.CAIRN_WRITEBACK_ALPHA_MAX = 1, 1.0  # bob alone; a small collection
+    handbook, _ = collection_get_or_create(slug="handbook", public=True)  # curated by every curator
+    documents_ingest(collection=handbook, documents=[ExtractedDocument(
+        "Pay", "Pay for the support team is reviewed once a year by the team lead.", "hb/pay.md", "text/markdown")])  # fmt: skip
+    question = "When are the salary bands for engineers reviewed?"
+    asked = client_for(bob).post("/api/v1/query", {"question": question, "mode": "fast", "collections": ["handbook"]},
+                                 format="json").json()  # fmt: skip
+    web = Client()
+    web.force_login(bob)
+    wrong = "The salary bands for engineers are not reviewed in March; they are reviewed every September."
+    decided = web.post(f"/admin/writeback/lesson/unanswered/{handbook.id}/{asked['response_id']}/write/",
+                       {"answer": wrong})  # fmt: skip
+    assert decided.status_code == 302 and Lesson.objects.filter(collection=handbook).exists()
+
+    reader = User.objects.create_user("hal")
+    reader.groups.add(Group.objects.get(name="hr"))
+    body = client_for(reader).post("/api/v1/query", {"question": question, "mode": "fast"}, format="json").json()
+    salary = next(e for e in body["evidence"] if e["text"] == SALARY)
+    lesson = next(e for e in body["evidence"] if wrong in e["text"])
+    assert salary["n"] < lesson["n"]  # not demoted below the lesson's passage
+    assert lesson["bucket"] != "VERIFIED" and "stated from a lesson" not in " ".join(body["notes"])
+    assert body["outcome"] == "where_to_look" and "disagree" in body["answer"].lower(), body["answer"]
+
+
+def test_a_lessons_passage_goes_first_among_its_own_collections_and_takes_no_other_collections_place():
+    from types import SimpleNamespace
+
+    from pipeline.stages import lesson_placed
+
+    def ranked(*pairs):  # (chunk id, collection id), best first
+        return [SimpleNamespace(hit=SimpleNamespace(chunk_id=c, collection_id=k)) for c, k in pairs]
+
+    def ids(rows):
+        return [r.hit.chunk_id for r in rows]
+
+    pool = ranked((1, 7), (2, 8), (3, 7), (4, 8), (5, 7))
+    assert ids(lesson_placed(pool, {3}, 4)) == [3, 2, 1, 4]  # 7's slots reordered, 8's kept
+    assert ids(lesson_placed(pool, {5}, 4)) == [5, 2, 1, 4]  # from outside the top 4: 7's last drops out
+    assert ids(lesson_placed(pool, {9}, 4)) == [1, 2, 3, 4]  # no lesson reached
+    alone = ranked((1, 8), (2, 8), (3, 7))
+    assert ids(lesson_placed(alone, {3}, 2)) == [1, 2, 3]  # none of 7's made it: one passage more
