@@ -188,6 +188,26 @@ def test_a_file_larger_than_the_limit_is_an_item_that_fails_naming_it(places, bo
     assert "CAIRN_SOURCES_MAX_BYTES (2048 bytes)" in run.errors["big.md"]
 
 
+def test_a_hard_link_in_a_share_to_a_file_outside_is_an_item_that_fails_naming_it(
+    places, alice, bob, finance, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A hard link is the outside file under a name in the share: no symlink, nothing on the way to
+    refuse. Added and synced over the API by the curator who made it."""
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", True)
+    os.link(places.outside / "secret.md", places.share / "vault.md")
+    api = client_for(bob)
+    body = {"name": "team", "kind": "folder", "location": str(places.share), "collection": "finance"}
+    assert api.post("/api/v1/sources", body, format="json").status_code == 201
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post("/api/v1/sources/team/sync").status_code == 202
+    (run,) = api.get("/api/v1/sources/team").json()["runs"]
+    assert (run["status"], run["counts"]["added"], run["counts"]["failed"]) == ("succeeded", 1, 1), run
+    assert run["errors"]["vault.md"].startswith("cannot read vault.md: a hard link (2 names for one file)")
+    assert not secret_read()
+
+
 # --- Local git repositories -----------------------------------------------------------------------
 
 

@@ -6,8 +6,9 @@ location must be its real path (no symlink in it), and every sync opens it from 
 at a time without following a symlink, so a folder swapped for a symlink fails the sync. Below
 it, every folder and file is opened the same way from the one above (a file swapped for a symlink
 between listing and reading is refused), and only regular files on the folder's own filesystem
-are items: symlinks, pipes, devices and mount points are not part of the source. A file larger
-than CAIRN_SOURCES_MAX_BYTES is an item that fails, read no further."""
+are items: symlinks, pipes, devices and mount points are not part of the source. A file with more
+than one name (a hard link, perhaps to a file outside) and a file larger than
+CAIRN_SOURCES_MAX_BYTES are items that fail, read no further."""
 
 from __future__ import annotations
 
@@ -137,6 +138,17 @@ class FolderConnector:
                 info = os.fstat(fd)
                 if not stat.S_ISREG(info.st_mode):
                     raise ConnectorError(f"cannot read {item.key}: not a regular file")
+                # A hard link is the same file under a second name, and nothing in an inode says
+                # where its other names are: one made in the share to a file outside it passes every
+                # check on the way. Links within the share are rare enough to refuse them all
+                # (counting the names a listing meets would miss hidden files and a link made
+                # between the listing and this read); checked on the open file, so no later swap
+                # is read.
+                if info.st_nlink > 1:
+                    raise ConnectorError(
+                        f"cannot read {item.key}: a hard link ({info.st_nlink} names for one file), which may "
+                        "be a file outside the folder: copy it in instead"
+                    )
                 # Checked before reading, and the read stops one byte past the limit (the file may grow).
                 data = file.read(self.max_bytes + 1) if info.st_size <= self.max_bytes else b""
             except OSError as exc:
