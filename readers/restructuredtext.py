@@ -4,8 +4,9 @@ with their definitions, field lists as "Name: value" lines, literal blocks and c
 and tables as pipe tables under their header row. The document's title is its title.
 
 An upload is untrusted: the parser's directives that read files or pass markup through
-(``include``, ``raw``, ``csv-table``'s ``:file:``/``:url:``) are switched off, and its messages
-go nowhere (a malformed document is read as far as it parses, as docutils does). docutils is
+(``include``, ``raw``, ``csv-table``'s ``:file:``/``:url:``) are switched off, no configuration file
+is read (a ``docutils.conf`` in the working folder, ``/etc`` or the home folder could switch them back
+on), and its messages go nowhere (a malformed document is read as far as it parses, as docutils does). docutils is
 quadratic on some inputs (8,000 lines of "=" nest 4,000 sections: 3 s; 16 KB of "|a|" lines:
 1 s), and pure Python cannot be interrupted in a web request's thread, so it parses in a process
 of its own (`read_rst`), killed past PARSE_TIMEOUT_SECONDS (or the seconds its caller has left)
@@ -27,6 +28,7 @@ PARSE_TIMEOUT_SECONDS = 20.0
 PARSE_MEMORY_BYTES = 2 * 1024**3
 
 _SETTINGS = {
+    "_disable_config": True,  # no docutils.conf (./, /etc, ~) may turn what follows back on
     "file_insertion_enabled": False,  # no `.. include::` or `:file:` reads from the server's disk
     "raw_enabled": False,
     "report_level": 5,  # no system messages in the text

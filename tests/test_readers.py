@@ -83,6 +83,23 @@ def test_an_rst_upload_is_stored_and_chunked_and_a_binary_one_refused(bob):
     assert refused.status_code == 400 and "runbook.rst" in str(refused.json()["file"])
 
 
+def test_no_docutils_configuration_file_turns_file_insertion_back_on(bob, monkeypatch, tmp_path):
+    # docutils reads ./docutils.conf (and /etc/docutils.conf, ~/.docutils) over the settings it is
+    # given: one in the server's working folder would let an upload include the server's files.
+    secret = tmp_path / "server-secret.txt"
+    secret.write_text("The database password is hunter2.")
+    (tmp_path / "docutils.conf").write_text(
+        "[general]\nfile_insertion_enabled: yes\nraw_enabled: yes\ninput_encoding: utf-8\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    response = post_file(bob, "runbook.rst", RUNBOOK.format(secret=secret).encode(), "text/x-rst")
+    assert response.status_code == 201, response.content
+    document = Document.objects.get(pk=response.json()["documents"][0]["id"])
+    stored = " ".join(Chunk.objects.filter(document=document).values_list("text", flat=True))
+    assert "approved change ticket" in stored
+    assert "hunter2" not in stored and "alert" not in stored
+
+
 def test_hostile_restructuredtext_is_read_or_refused_within_its_time(monkeypatch):
     # docutils is quadratic on some inputs; it parses in a process of its own, killed at its limit.
     monkeypatch.setattr(restructuredtext, "PARSE_TIMEOUT_SECONDS", 2.0)
