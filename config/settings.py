@@ -31,6 +31,12 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Nothing phones home: an air-gapped host looks up no name it was not given (tests/test_offline.py).
+# `import openvino` sends a usage event to an analytics host unless its telemetry package cannot be
+# imported, when it takes its own silent stub; Hugging Face's libraries keep theirs off too.
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+sys.modules.setdefault("openvino_telemetry", None)  # None: importing it raises ImportError
 
 DEBUG = env_bool("CAIRN_DEBUG", False)
 # The demo (`make run`) may serve with the development key and the demo curator's demo password;
