@@ -1,10 +1,14 @@
 """Nothing phones home: serving, ingestion and syncs look up no name but the hosts a deployment
-configures. The run (tests/offline.py) goes on in network and mount namespaces of its own, whose
-only resolver is one that logs, so a lookup made by any process (Python's, git's, LibreOffice's,
-Tesseract's) is seen; CI's own variables are left out, as a library may stay quiet only under CI."""
+configures, and connect nowhere else. The run (tests/offline.py) goes on in network and mount
+namespaces of its own, whose only resolver is one that logs, so a lookup made by any process
+(Python's, git's, LibreOffice's, Tesseract's) is heard, and under strace, which writes down every
+address any of its processes connects or sends to (the namespace has no route out, so none of it
+leaves). CI's own variables are left out, as a library may stay quiet only under CI."""
 
+import ipaddress
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +27,7 @@ QUIET_UNDER_CI = ("CI", "TF_BUILD", "JENKINS_URL", "GITHUB_ACTIONS")
 
 
 def namespaces_available() -> bool:
-    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
+    if os.geteuid() != 0 or not all(shutil.which(tool) for tool in ("unshare", "ip", "strace")):
         return False
     return subprocess.run(["unshare", "--net", "--mount", "true"], capture_output=True).returncode == 0
 
@@ -41,7 +45,7 @@ def offline_database(django_db_blocker):
     return DATABASE
 
 
-@pytest.mark.skipif(not namespaces_available(), reason="needs root and unshare (util-linux) with iproute2's ip")
+@pytest.mark.skipif(not namespaces_available(), reason="needs root, unshare (util-linux), ip (iproute2) and strace")
 def test_serving_ingestion_and_syncs_look_up_no_host_but_the_configured_ones(tmp_path, offline_database):
     corpus = write_corpus(tmp_path / "corpus")
     (corpus / "handbook.doc").write_bytes(libreoffice_convert(tmp_path, "handbook.docx", handbook_docx(), "doc"))
@@ -60,7 +64,7 @@ def test_serving_ingestion_and_syncs_look_up_no_host_but_the_configured_ones(tmp
     resolv.write_text(RESOLV_CONF)
     home = tmp_path / "home"
     home.mkdir()
-    result = tmp_path / "result.json"
+    result, trace = tmp_path / "result.json", tmp_path / "connections.trace"
     environment = {name: value for name, value in os.environ.items() if name not in QUIET_UNDER_CI}
     environment = {
         **{k: v for k, v in environment.items() if not k.startswith("CAIRN_") or k == "CAIRN_DATA_DIR"},
@@ -71,7 +75,8 @@ def test_serving_ingestion_and_syncs_look_up_no_host_but_the_configured_ones(tmp
         "CAIRN_WEB_WORKERS": "1", "CAIRN_ACCESS_LOG": "",
     }  # fmt: skip
     inside = (
-        f"ip link set lo up && mount --bind {resolv} /etc/resolv.conf && exec {sys.executable} -m tests.offline "
+        f"ip link set lo up && mount --bind {resolv} /etc/resolv.conf && exec strace -f -qq --seccomp-bpf "
+        f"-e trace=connect,sendto,sendmsg -e signal=none -o {trace} {sys.executable} -m tests.offline "
         f"{result} {corpus} {folder} {repository}"
     )
     run = subprocess.run(["unshare", "--net", "--mount", "sh", "-c", inside], cwd=ROOT, env=environment,
@@ -85,3 +90,12 @@ def test_serving_ingestion_and_syncs_look_up_no_host_but_the_configured_ones(tmp
     asked = {name for name, _ in found["asked"]}
     # The resolver heard the one host configured (so it hears what is asked), and nothing else.
     assert asked == {SITE_HOST}, found["asked"]
+    # Every connection went to loopback: the resolver, the site (the configured host is loopback here),
+    # the server itself; Postgres is a Unix socket. The trace did see them, so it sees connections.
+    addresses = set(re.findall(r'inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)"', trace.read_text()))
+    addresses = {ipaddress.ip_address(v4 or v6) for v4, v6 in addresses}
+    assert ipaddress.ip_address("127.0.0.1") in addresses
+    elsewhere = {
+        a for a in addresses if not (a.is_loopback or getattr(a, "ipv4_mapped", None) and a.ipv4_mapped.is_loopback)
+    }
+    assert elsewhere == set(), elsewhere
