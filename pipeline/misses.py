@@ -2,8 +2,10 @@
 look), got their asker's thumbs-down, were asked again at once, or were marked by their reader,
 grouped by meaning per collection. What a curator decides on a group is writeback.lessons'.
 
-A group is shown only once CAIRN_MISS_MIN_ASKERS distinct people asked it (or a reader marked a
-sentence in it): fewer askers could be told apart by what they asked."""
+A group is shown only once CAIRN_MISS_MIN_ASKERS distinct people asked it: fewer askers could be
+told apart by what they asked. Below that, a reader's mark of a sentence (one that is not the
+viewing curator's own) shows the answers so marked, and only those: a marking reader asked for a
+curator to look at their question, the others in the group did not."""
 
 from __future__ import annotations
 
@@ -153,7 +155,8 @@ def medoid(vectors: np.ndarray) -> int:
 def misses_for(*, user: AbstractBaseUser, collection: Collection | None = None) -> list[MissGroup]:
     """The groups of misses `user` may see in the collections they curate (or in `collection`, if
     they curate it), the largest first. A group is shown once CAIRN_MISS_MIN_ASKERS distinct people
-    asked it, or when a reader marked a sentence in it; never otherwise, whoever looks."""
+    asked it; below that, as its answers that a reader other than `user` marked a sentence in (what
+    those readers asked, never the other members' questions); never otherwise, whoever looks."""
     curated = collections_curated_by(user=user)
     if collection is not None:
         curated = curated.filter(id=collection.id)
@@ -200,9 +203,12 @@ def misses_for(*, user: AbstractBaseUser, collection: Collection | None = None) 
     for collection_id, members in within.items():
         for group in groups_of(vectors[members], distance=distance):
             indices = [members[i] for i in group]
-            found = _group(collections[collection_id], [rows[i] for i in indices], vectors[indices], marks)
-            if found.askers >= threshold or found.marks:
-                shown.append(found)
+            if _askers([rows[i] for i in indices]) < threshold:
+                # Below k, only answers a reader other than the viewer marked: a curator's own mark on
+                # an answer of theirs in the group would otherwise show every member's question.
+                indices = [i for i in indices if any(m.user_id != user.pk for m in marks[str(rows[i]["response_id"])])]
+            if indices:
+                shown.append(_group(collections[collection_id], [rows[i] for i in indices], vectors[indices], marks))
     return sorted(shown, key=lambda g: (-g.size, -g.askers, -g.last_asked.timestamp(), g.collection.slug))
 
 
@@ -245,6 +251,10 @@ def _question_vectors(rows: list[dict]) -> np.ndarray:
     return np.vstack(vectors)
 
 
+def _askers(rows: list[dict]) -> int:
+    return len({r["user_id"] for r in rows if r["user_id"] is not None})
+
+
 def _group(collection: Collection, rows: list[dict], vectors: np.ndarray, marks: dict[str, list[Mark]]) -> MissGroup:
     centre = medoid(vectors)
     newest_first = sorted(rows, key=lambda r: r["created_at"], reverse=True)
@@ -261,7 +271,7 @@ def _group(collection: Collection, rows: list[dict], vectors: np.ndarray, marks:
     return MissGroup(
         collection=collection,
         size=len(rows),
-        askers=len({r["user_id"] for r in rows if r["user_id"] is not None}),
+        askers=_askers(rows),
         first_asked=min(asked),
         last_asked=max(asked),
         examples=list(dict.fromkeys(r["question"] for r in newest_first))[:EXAMPLES],

@@ -137,16 +137,30 @@ def test_a_retraction_is_undone_by_an_audited_restore_and_not_by_ingesting_again
     assert insider.post(f"/api/v1/documents/{document.id}/restore", {}, format="json").status_code == 409
 
 
-def misses_surfaces(web: Client, hr, chunk, root) -> dict[str, bool]:
-    """The curators' list of what went unanswered in hr, its decisions, and the lessons, gaps and
-    marks of hr, tried through `web`: which let it through. A decision let through settles the
-    group; it is undone after, so that the next one finds the group again."""
-    missed = Answer.objects.create(question="Who reviews the salary bands?", text="…", found=False,
+def hr_miss(hr, user, question: str) -> Answer:
+    missed = Answer.objects.create(user=user, question=question, text="…", found=False,
                                    outcome=Answer.Outcome.WHERE_TO_LOOK)  # fmt: skip
     missed.collections.set([hr])
-    # Marked by its reader: shown to hr's curators at once, whoever else asked.
-    mark = mark_record(user=root, response_id=missed.response_id, question=missed.question, evidence_n=1,
+    return missed
+
+
+def misses_surfaces(web: Client, user, hr, chunk, root) -> tuple[dict[str, bool], dict[str, bool]]:
+    """The curators' list of what went unanswered in hr, its decisions, and the lessons, gaps and
+    marks of hr, tried through `web` as `user`: which let it through, and (second) which showed
+    what no one may see there. A decision let through settles the group; it is undone after, so
+    that the next one finds the group again."""
+    hal, ivy = User.objects.create_user("hal"), User.objects.create_user("ivy")  # readers of hr
+    for reader in (hal, ivy):
+        reader.groups.add(Group.objects.get(name="hr"))
+    missed = hr_miss(hr, hal, "Who reviews the salary bands?")
+    hr_miss(hr, ivy, "Who reviews the salary bands of interns?")  # the same group, never marked
+    # Marked by its reader: shown to hr's curators at once, two askers though the group has.
+    mark = mark_record(user=hal, response_id=missed.response_id, question=missed.question, evidence_n=1,
                        chunk=chunk, sentence=SALARY)  # fmt: skip
+    # The viewer's own question, marked by the viewer: no one else asked it.
+    own = hr_miss(hr, user, "Is there a gym at the office?")
+    mark_record(user=user, response_id=own.response_id, question=own.question, evidence_n=1, chunk=chunk,
+                sentence=SALARY)  # fmt: skip
     lesson = lesson_create(actor=root, question="When are salary bands reviewed?", chunk=chunk, sentence=SALARY,
                            origin=Lesson.Origin.PICKED)  # fmt: skip
     gap = gap_record(actor=root, collection=hr, question="Are the salary bands published?")
@@ -165,6 +179,11 @@ def misses_surfaces(web: Client, hr, chunk, root) -> dict[str, bool]:
             m.delete()
         return response.status_code == 302 and settled
 
+    listed = web.get(unanswered).content.decode() + web.get(group).content.decode()
+    hidden = {
+        "admin unanswered: a question no one marked, in a group under k": "interns" in listed,
+        "admin unanswered: a group under k shown by the viewer's own mark": "gym" in listed,
+    }
     return {
         "admin unanswered questions": shown(web.get(unanswered)),
         "admin unanswered questions of hr": shown(web.get(f"{unanswered}?collection={hr.id}")),
@@ -180,7 +199,31 @@ def misses_surfaces(web: Client, hr, chunk, root) -> dict[str, bool]:
             f"/admin/writeback/lesson/{lesson.id}/change/", f"/admin/writeback/gap/{gap.id}/change/",
             f"/admin/writeback/mark/{mark.id}/change/",
         )},
-    }  # fmt: skip
+    }, hidden  # fmt: skip
+
+
+def lesson_over_hr(web: Client, handbook, askers, root) -> bool:
+    """A lesson of the public handbook that contradicts hr's passage, written through `web` on the
+    curators' list (three people asked its question there): does a reader of hr, asking without
+    naming collections, get it stated, or VERIFIED, over hr's passage that says otherwise?"""
+    from corpus.lifecycle import document_restore
+
+    salary = Document.objects.get(collection__slug="hr", source="hr/salary.md")
+    if salary.status != Document.Status.ACTIVE:  # retracted through a surface tried before
+        document_restore(salary, actor=root, reason="tried again")
+    question = "When are the salary bands for engineers reviewed?"
+    wrong = "The salary bands for engineers are not reviewed in March; they are reviewed every September."
+    for asker in askers:
+        Answer.objects.create(user=asker, question=question, text="…", outcome=Answer.Outcome.NOT_FOUND
+                              ).collections.set([handbook])  # fmt: skip
+    key = Answer.objects.filter(question=question).first().response_id
+    web.post(f"/admin/writeback/lesson/unanswered/{handbook.id}/{key}/write/", {"answer": wrong})
+    reader = User.objects.create_user("hr-reader")
+    reader.groups.add(Group.objects.get(name="hr"))
+    body = client_for(reader).post("/api/v1/query", {"question": question, "mode": "fast"}, format="json").json()
+    taught = next((e for e in body["evidence"] if wrong in e["text"]), {})
+    stated = "every September" in body["answer"] and "disagree" not in body["answer"].lower()
+    return stated or taught.get("bucket") == "VERIFIED"
 
 
 PERSONAS = ["alice", "charlie", "bob", "dana", "root"]  # finance reader, outsider, other curator, hr's, superuser
@@ -281,7 +324,8 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
             f"/admin/reputation/reputation/{chunk.id}/change/",
         )  # fmt: skip
     }
-    allowed |= misses_surfaces(web, hr, chunk, root)
+    shown_misses, hidden_misses = misses_surfaces(web, user, hr, chunk, root)
+    allowed |= shown_misses
     query = api.post("/api/v1/query", {"question": "When are salary bands reviewed?", "mode": "fast",
                                        "collections": ["hr"]}, format="json")  # fmt: skip
     chat = api.post("/v1/chat/completions", {"model": "cairn/hr", "mode": "fast", "messages": [
@@ -332,7 +376,12 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
                                                             format="json").status_code == 200,
         "admin document edit": web.post(f"/admin/corpus/document/{document.id}/change/", {"title": "Renamed"})
         and Document.objects.filter(title="Renamed").exists(),
+        **hidden_misses,
+        # Last: the handbook's lesson puts hr's words in a public collection.
+        "a handbook lesson over hr's passage": lesson_over_hr(web, handbook, [alice, charlie, bob], root),
     }  # fmt: skip
+    # The lesson was written wherever the persona curates the handbook: the row above was tried.
+    assert Lesson.objects.filter(collection=handbook).exists() == (persona in ("bob", "dana", "root"))
     expected = persona in ("dana", "root")
     assert {surface for surface, ok in allowed.items() if ok != expected} | {
         s for s, ok in never.items() if ok

@@ -21,6 +21,7 @@ from pipeline.models import Answer
 from pipeline.services import question_answer
 from readers.extract import ExtractedDocument
 from reputation.services import feedback_submit
+from tests.conftest import client_for
 from writeback.lessons import chunk_sentences, lesson_create, mark_record
 from writeback.models import Gap, Lesson, Mark, WriteBack
 
@@ -200,6 +201,38 @@ def test_one_asker_who_marked_a_sentence_is_shown(policies, readers, dana, setti
     # "None of these sources" names no sentence: that asker alone stays unseen.
     mark_record(user=erin, response_id=answer.response_id, question=answer.question)
     assert misses_for(user=dana) == []
+
+
+def test_a_curators_own_mark_shows_no_group_and_another_readers_mark_shows_only_what_they_asked(
+    policies, readers, dana, settings
+):
+    """Below CAIRN_MISS_MIN_ASKERS a mark shows a group: dana, who curates hr and reads it, used to
+    ask the group's question herself and mark her own answer to read what everyone in it asked."""
+    settings.CAIRN_MISS_MIN_ASKERS = 4
+    asked([readers["erin"]], NEWBORN[:1], policies)
+
+    def ask_and_mark(user, question):
+        api = client_for(user)
+        answer = api.post("/api/v1/query", {"question": question, "mode": "fast", "collections": ["hr"]},
+                          format="json").json()  # fmt: skip
+        leave = next(e for e in answer["evidence"] if PAID_LEAVE in [s["text"] for s in e["strips"]])
+        marked = api.post(f"/api/v1/answers/{answer['response_id']}/mark", {"n": leave["n"], "sentence": PAID_LEAVE},
+                          format="json")  # fmt: skip
+        assert marked.status_code == 200, marked.content
+
+    ask_and_mark(dana, NEWBORN[2])
+    curator = signed_in(dana)
+    shown = page(curator)
+    assert NEWBORN[0] not in shown and NEWBORN[2] not in shown and misses_for(user=dana) == []
+    ask_and_mark(readers["gina"], NEWBORN[1])  # three askers now, one short of the four needed
+    shown = page(curator)
+    assert NEWBORN[1] in shown and PAID_LEAVE in shown
+    assert NEWBORN[0] not in shown and NEWBORN[2] not in shown  # not what the others asked
+    [group] = misses_for(user=dana, collection=policies)
+    assert (group.size, group.askers, group.question) == (1, 1, NEWBORN[1])
+    # To another curator dana is a reader who marked: both marked answers, still not erin's question.
+    [group] = misses_for(user=User.objects.create_superuser("root2"))
+    assert sorted(group.examples) == sorted(NEWBORN[1:])
 
 
 def test_a_thumbs_down_and_a_question_asked_again_at_once_are_misses(policies, readers, dana, settings):
