@@ -56,7 +56,7 @@ class SourceAdmin(CuratedAdmin):
             grants = grants.filter(collection=obj.collection)
         hosts: dict[str, list[str]] = {}
         for grant in grants:
-            hosts.setdefault(grant.name, []).append(f"{grant.host} in {grant.collection.slug}")
+            hosts.setdefault(grant.name, []).append(f"{grant.origin} in {grant.collection.slug}")
         choices = [("", "none")] + [(name, f"{name} (for {'; '.join(where)})") for name, where in sorted(hosts.items())]
         if obj is not None and obj.credentials and obj.credentials not in hosts:
             choices.append((obj.credentials, f"{obj.credentials} (not granted: choose another)"))
@@ -109,8 +109,8 @@ class SecretGrantAdmin(ReadOnlyAdmin, CuratedAdmin):
     """What curators may see of the secrets granted to their collections; operators grant and
     revoke them on the command line (manage.py sources grant-secret / revoke-secret), audited."""
 
-    list_display = ["name", "collection", "host", "granted_by", "created_at"]
-    list_filter = ["collection"]
+    list_display = ["name", "collection", "scheme", "host", "port", "granted_by", "created_at"]
+    list_filter = ["collection", "scheme"]
     list_select_related = ["collection", "granted_by"]
     search_fields = ["name", "host"]
 

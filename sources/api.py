@@ -15,7 +15,7 @@ from common.fields import StrictCharField, StrictSlugField
 from common.schema import error
 from corpus.permissions import IsCurator
 from corpus.selectors import collections_curated_by
-from sources.models import Source, SyncRun
+from sources.models import SecretGrant, Source, SyncRun
 from sources.selectors import runs_of, secrets_granted_for, sources_curated_by
 from sources.services import (
     BRANCH,
@@ -67,7 +67,9 @@ class SourceDetailOutputSerializer(SourceOutputSerializer):
 class SecretGrantOutputSerializer(serializers.Serializer):
     name = serializers.CharField(help_text="What a source's credentials may name.")
     collection = serializers.CharField(source="collection.slug")
+    scheme = serializers.ChoiceField(choices=SecretGrant.Scheme.values, help_text="Sent only over this scheme.")
     host = serializers.CharField(help_text="The only host the secret is sent to.")
+    port = serializers.IntegerField(help_text="The only port it is sent to.")
 
 
 class SyncQueuedSerializer(serializers.Serializer):
@@ -143,7 +145,7 @@ class SourceListApi(APIView):
             400: error("A field at fault: a location not of this kind's shape, a schedule, credentials."),
             403: error(
                 "Not yours to add: a folder outside CAIRN_SOURCES_FOLDER_ROOTS, an ssh or git:// repository "
-                "(operators add those), a secret not granted to the collection for the location's host."
+                "(operators add those), a secret not granted to the collection for the location's scheme, host and port."
             ),
             404: error("No collection by that name that you curate, or no folder or repository at the location."),
             409: error("A source by that name exists already."),
@@ -206,8 +208,8 @@ class SourceSyncApi(APIView):
 
 
 class SecretGrantListApi(APIView):
-    """Curators: the secrets an operator granted to the collections they curate, each for one host:
-    the only names a source's credentials may take (manage.py sources grant-secret)."""
+    """Curators: the secrets an operator granted to the collections they curate, each for one scheme,
+    host and port: the only names a source's credentials may take (manage.py sources grant-secret)."""
 
     permission_classes = [IsCurator]
 

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import models
 
 from corpus.models import Collection, Document
+from sources.origins import origin_text
 
 
 class Source(models.Model):
@@ -154,24 +155,46 @@ class SourceItem(models.Model):
 
 
 class SecretGrant(models.Model):
-    """An operator's leave for one collection's sources to use a secret, and only toward one host.
-    The secret itself stays where it is (an environment variable or a file); this names it."""
+    """An operator's leave for one collection's sources to use a secret, and only toward one origin:
+    a scheme, a host and a port. The scheme is part of it (a token granted over https is never sent
+    over http, in clear text) and so is the port (another port of the same host is another server).
+    The secret itself stays where it is (an environment variable or a file); this names it.
+
+    Grants made before the scheme and port were part of one (migration 0003) became https on port
+    443, and besides that the https or ssh origin of each source of the collection that named the
+    secret at that host: what kept working is what travelled encrypted; a source over plain http
+    fails its next sync, naming the grant it lacks, until an operator grants that origin."""
+
+    class Scheme(models.TextChoices):
+        HTTPS = "https", "https"
+        HTTP = "http", "http (clear text)"
+        SSH = "ssh", "ssh (a key file)"
 
     name = models.CharField(
         max_length=500, help_text="The environment variable's name or the secret file's absolute path."
     )
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="secret_grants")
+    scheme = models.CharField(max_length=8, choices=Scheme.choices, default=Scheme.HTTPS)
     host = models.CharField(max_length=253, help_text="The only host it is sent to (a name or an address).")
+    port = models.PositiveIntegerField(default=443, help_text="The only port it is sent to.")
     granted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["collection__slug", "name", "host"]
+        ordering = ["collection__slug", "name", "host", "scheme", "port"]
         constraints = [
-            models.UniqueConstraint(fields=["name", "collection", "host"], name="secret_grant_unique"),
+            models.UniqueConstraint(
+                fields=["name", "collection", "scheme", "host", "port"], name="secret_grant_unique"
+            ),
+            models.CheckConstraint(condition=models.Q(port__gte=1, port__lte=65535), name="secret_grant_port"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.name} for {self.host} ({self.collection.slug})"
+        return f"{self.name} for {self.origin} ({self.collection.slug})"
+
+    @property
+    def origin(self) -> str:
+        """Where it is sent, as a URL is written: https://wiki.example.com, http://wiki.example.com:8080."""
+        return origin_text(self.scheme, self.host, self.port)

@@ -22,6 +22,7 @@ import httpx
 from django.conf import settings
 
 from sources.connectors.base import ConnectorError
+from sources.origins import origin_of
 
 
 class OutboundRefused(ConnectorError):
@@ -142,13 +143,18 @@ class OutboundClient:
     the certificate check. Bodies are read streamed and stopped past CAIRN_SOURCES_MAX_BYTES
     (decoded bytes: a small gzip body may unpack to gigabytes), and the whole request, body
     included, ends by CAIRN_SOURCES_REQUEST_SECONDS. `secret_headers` (an Authorization) go only to
-    hops whose host is `secret_host`. Proxies from the environment are not used: the address
+    hops at `secret_origin` (scheme, host, port: a redirect to http, or to another port, of the same
+    host never carries them). Proxies from the environment are not used: the address
     checked is the one connected to."""
 
     def __init__(
-        self, *, headers: dict | None = None, secret_headers: dict | None = None, secret_host: str = ""
+        self,
+        *,
+        headers: dict | None = None,
+        secret_headers: dict | None = None,
+        secret_origin: tuple[str, str, int] | None = None,
     ) -> None:
-        self.secret_headers, self.secret_host = secret_headers or {}, secret_host.lower()
+        self.secret_headers, self.secret_origin = secret_headers or {}, secret_origin
         # A new connection per request (each to an address just checked, with its own name for
         # TLS), and no cookies kept: one host's would go to every host that shares its address.
         self.client = httpx.Client(
@@ -197,7 +203,7 @@ class OutboundClient:
         if follow and not follow(str(hop)):
             raise Outside(f"{where}: outside what the source reads")
         headers = {**headers, "Host": hop.netloc.decode("ascii")}
-        if self.secret_headers and hop.host == self.secret_host:
+        if self.secret_headers and origin_of(str(hop)) == self.secret_origin:
             headers |= self.secret_headers
         extensions = {"trace": deadline.trace} | ({"sni_hostname": name} if hop.scheme == "https" else {})
         return self.client.stream("GET", hop.copy_with(host=address), headers=headers, extensions=extensions)

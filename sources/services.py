@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -36,9 +37,10 @@ from corpus.originals import originals_for
 from corpus.services import documents_ingest
 from readers.extract import ExtractedDocument, ExtractionError, extract_bytes
 from sources.connectors import connector_for
-from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, host_of
+from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing
 from sources.connectors.git import cache_of, cache_remove, local_path, repository_check
 from sources.models import SecretGrant, Source, SourceItem, SyncRun
+from sources.origins import origin_of, origin_text
 
 log = logging.getLogger(__name__)
 
@@ -94,9 +96,10 @@ CREDENTIALS = r"^(?:[A-Za-z_][A-Za-z0-9_]*|/[^\n]*)$"  # an environment variable
 def source_check(*, fields: dict, operator: bool) -> None:
     """Raise CairnError naming the field when `fields` (a source's, whole) are not a source Cairn can
     read. A curator's (`operator` False) may reach only folders under CAIRN_SOURCES_FOLDER_ROOTS and
-    name only the secrets an operator granted to the source's collection (`collection`): otherwise
-    a source could read the server's own files, or send its secrets to a server of the curator's
-    choosing. Where a secret may go is checked again at every request (connectors.base.source_secret)."""
+    name only the secrets an operator granted to the source's collection (`collection`) for the
+    location's scheme, host and port: otherwise a source could read the server's own files, or send
+    its secrets to a server of the curator's choosing, or to the granted host in clear text. Where a
+    secret may go is checked again at every request (connectors.base.source_secret)."""
     kind, location = fields["kind"], fields["location"].strip()
     if kind not in Source.Kind.values:
         raise CairnError("kind", f"{kind!r} is not one of {', '.join(Source.Kind.values)}")
@@ -119,7 +122,7 @@ def source_check(*, fields: dict, operator: bool) -> None:
         if any(not isinstance(p, str) or not p.strip() or len(p) > 200 for p in patterns):
             raise CairnError(field, "each pattern must be a non-blank string of at most 200 characters")
     _credentials_check(fields.get("credentials") or "", collection=fields.get("collection"), operator=operator,
-                       host=host_of(location))  # fmt: skip
+                       origin=origin_of(location))  # fmt: skip
 
 
 LOCATION_SHAPES = {
@@ -183,7 +186,9 @@ def _schedule_check(schedule: str) -> None:
         raise CairnError("schedule", f"{schedule!r} is neither minutes (1-32767) nor a cron line like '0 6 * * 1-5'")
 
 
-def _credentials_check(reference: str, *, collection: Collection | None, operator: bool, host: str = "") -> None:
+def _credentials_check(
+    reference: str, *, collection: Collection | None, operator: bool, origin: tuple[str, str, int] | None = None
+) -> None:
     if not reference:
         return
     if not re.fullmatch(CREDENTIALS, reference):
@@ -193,18 +198,20 @@ def _credentials_check(reference: str, *, collection: Collection | None, operato
         )
     if operator:
         return
-    hosts = set(SecretGrant.objects.filter(name=reference, collection=collection).values_list("host", flat=True))
-    if collection is None or not hosts:
+    grants = SecretGrant.objects.filter(name=reference, collection=collection)
+    origins = set(grants.values_list("scheme", "host", "port"))
+    if collection is None or not origins:
         where = f"collection {collection.slug}" if collection is not None else "this collection"
         raise CairnError(
             "credentials",
             f"{reference} is not granted to {where}: name one an operator granted (manage.py sources grant-secret)",
             status_code=FORBIDDEN,
         )
-    if host not in hosts:
+    if origin not in origins:
+        granted = ", ".join(sorted(origin_text(*o) for o in origins))
         raise CairnError(
             "credentials",
-            f"{reference} is granted for {', '.join(sorted(hosts))} only, not for {host or 'a local path'}",
+            f"{reference} is granted for {granted} only, not for {origin_text(*origin) if origin else 'a local path'}",
             status_code=FORBIDDEN,
         )
 
@@ -214,38 +221,56 @@ def _credentials_check(reference: str, *, collection: Collection | None, operato
 
 def secret_grant(*, name: str, collection: Collection, host: str, actor=None) -> SecretGrant:
     """Let `collection`'s sources name the secret `name` (an environment variable or an absolute
-    file path), sent only to `host` (audited). Granting what is granted already changes nothing."""
-    host = _host_named(host)
-    if not host:
-        raise CairnError("host", "must be a host name or address, such as wiki.example.com")
+    file path), sent only to one origin (audited): `host` is a URL's origin (http://wiki:8080,
+    ssh://git.example.org) or a host with or without a port, then https. Granting what is granted
+    already changes nothing."""
+    origin = _origin_named(host)
+    if origin is None:
+        raise CairnError(
+            "host", "must be a host name or address, such as wiki.example.com, wiki.example.com:8443 or "
+            "http://wiki.example.com:8080 (https and its port when no scheme is given)",
+        )  # fmt: skip
     _credentials_check(name, collection=collection, operator=True)
+    scheme, host, port = origin
+    if scheme not in SecretGrant.Scheme.values:
+        raise CairnError("host", f"a secret is sent over {', '.join(SecretGrant.Scheme.values)}, not {scheme}")
+    where = origin_text(*origin)
     with transaction.atomic():
         grant, created = SecretGrant.objects.get_or_create(
-            name=name, collection=collection, host=host, defaults={"granted_by": actor}
+            name=name, collection=collection, scheme=scheme, host=host, port=port, defaults={"granted_by": actor}
         )
         if created:
-            audit("source.secret_grant", grant, actor=actor, summary=f"{name} to {collection.slug} for {host}",
-                  after={"name": name, "collection": collection.slug, "host": host})  # fmt: skip
+            audit("source.secret_grant", grant, actor=actor, summary=f"{name} to {collection.slug} for {where}",
+                  after={"name": name, "collection": collection.slug, "scheme": scheme, "host": host,
+                         "port": port})  # fmt: skip
     return grant
 
 
-def _host_named(host: str) -> str:
-    """The host an operator names for a grant ("wiki.example.com", "WIKI.example.com:8443" or a URL) as
-    requests are matched against it: lower case, without port or scheme."""
-    return host_of(host if "://" in host else f"https://{host}")
+def _origin_named(text: str) -> tuple[str, str, int] | None:
+    """The origin an operator names for a grant ("wiki.example.com", "WIKI.example.com:8443", a URL)
+    as requests are matched against it: lower case; https and its port unless a scheme is given."""
+    text = text.strip()
+    return origin_of(text if "://" in text else f"https://{text}")
 
 
 def secret_revoke(*, name: str, collection: Collection, host: str = "", actor=None) -> int:
-    """Take back the grants of `name` to `collection` (for `host` only, when given), each audited.
-    Sources that still name it fail their next sync, naming the missing grant. Returns how many."""
+    """Take back the grants of `name` to `collection` (each audited): all of them, or those at `host`
+    (every scheme and port there, or the one a URL or host:port names). Sources that still name it
+    fail their next sync, naming the missing grant. Returns how many."""
     grants = SecretGrant.objects.filter(name=name, collection=collection)
     if host:
-        grants = grants.filter(host=_host_named(host))
+        origin = _origin_named(host)
+        grants = grants.filter(host=origin[1] if origin else host)
+        if origin and "://" in host:
+            grants = grants.filter(scheme=origin[0])
+        if origin and urlsplit(host if "://" in host else f"//{host}").port is not None:
+            grants = grants.filter(port=origin[2])
     revoked = 0
     with transaction.atomic():
         for grant in grants.select_for_update():
-            audit("source.secret_revoke", grant, actor=actor, summary=f"{name} from {collection.slug} for {grant.host}",
-                  before={"name": name, "collection": collection.slug, "host": grant.host})  # fmt: skip
+            audit("source.secret_revoke", grant, actor=actor, summary=f"{name} from {collection.slug} for {grant.origin}",
+                  before={"name": name, "collection": collection.slug, "scheme": grant.scheme, "host": grant.host,
+                          "port": grant.port})  # fmt: skip
             grant.delete()
             revoked += 1
     return revoked
@@ -266,9 +291,10 @@ def source_create(*, actor=None, operator: bool = False, collection: Collection,
                 "name", f"a source named {fields['name']!r} exists already", status_code=status.HTTP_409_CONFLICT
             )
         source = Source.objects.create(collection=collection, **fields)
-        if operator and source.credentials and (host := host_of(source.location)):
-            # The operator who names a secret for a source grants it to that source's host alone.
-            secret_grant(name=source.credentials, collection=collection, host=host, actor=actor)
+        origin = origin_of(source.location)
+        if operator and source.credentials and origin and origin[0] in SecretGrant.Scheme.values:
+            # The operator who names a secret for a source grants it to that source's origin alone.
+            secret_grant(name=source.credentials, collection=collection, host=origin_text(*origin), actor=actor)
         audit("source.add", source, actor=actor, summary=f"{source.kind} {source.location} into {collection.slug}",
               after=_described(source))  # fmt: skip
         _schedule_save(source)

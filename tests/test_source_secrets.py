@@ -49,15 +49,21 @@ def test_a_curator_names_no_secret_an_operator_did_not_grant_to_their_collection
 def test_a_granted_secret_goes_only_to_its_host_whoever_moves_the_source(hr, dana, token):
     call_command("sources", "grant-secret", token, "--collection", "hr", "--host", "wiki.example.com", verbosity=0)
     grant = SecretGrant.objects.get()
-    assert (grant.collection, grant.host) == (hr, "wiki.example.com")
+    assert (grant.collection, grant.scheme, grant.host, grant.port) == (hr, "https", "wiki.example.com", 443)
     event = AuditEvent.objects.get(action="source.secret_grant")
-    assert event.after == {"name": token, "collection": "hr", "host": "wiki.example.com"}
+    assert event.after == {
+        "name": token,
+        "collection": "hr",
+        "scheme": "https",
+        "host": "wiki.example.com",
+        "port": 443,
+    }
     assert "s3cr3t" not in str(event.after) + event.summary
     api = client_for(dana)
     response = confluence(api, "hr-wiki", EVIL, token)  # the granted name, another host
     assert response.status_code == 403
     assert response.json()["credentials"] == [
-        f"{token} is granted for wiki.example.com only, not for collector.example.net"
+        f"{token} is granted for https://wiki.example.com only, not for https://collector.example.net"
     ]
     assert confluence(api, "hr-wiki", WIKI, token).status_code == 201
     # Moving the source to another host keeps its credentials from going there: refused when
@@ -67,14 +73,14 @@ def test_a_granted_secret_goes_only_to_its_host_whoever_moves_the_source(hr, dan
     source = Source.objects.get(name="hr-wiki")
     assert source_secret(source, f"{WIKI}/rest/api/content") == "operator-wiki-token-s3cr3t"
     for url in (EVIL, "https://wiki.example.com.collector.example.net/", "https://user@collector.example.net/"):
-        with pytest.raises(ConnectorError, match="not granted to collection hr for host") as refused:
+        with pytest.raises(ConnectorError, match="not granted to collection hr for https://") as refused:
             source_secret(source, url)
         assert "s3cr3t" not in str(refused.value)
     Source.objects.filter(pk=source.pk).update(location=EVIL)
     run = source_sync(source=Source.objects.get(pk=source.pk), inline=True)
     assert (
         run.status == SyncRun.Status.FAILED
-        and "not granted to collection hr for host 'collector.example.net'" in run.error
+        and "not granted to collection hr for https://collector.example.net:" in run.error
     )
 
 
@@ -93,15 +99,17 @@ def test_one_collection_s_curator_cannot_use_another_collection_s_secret(hr, fin
 def test_an_operator_s_source_grants_its_secret_for_its_own_host_and_a_revoke_stops_it(hr, dana, token, capsys):
     call_command("sources", "add", "hr-wiki", "--kind", "confluence", "--location", WIKI, "--collection", "hr",
                  "--credentials", token)  # fmt: skip
-    assert "Granted CAIRN_SOURCE_WIKI_TOKEN to hr for wiki.example.com only." in capsys.readouterr().out
+    assert "Granted CAIRN_SOURCE_WIKI_TOKEN to hr for https://wiki.example.com only." in capsys.readouterr().out
     source = Source.objects.get(name="hr-wiki")
     assert source_secret(source, WIKI) == "operator-wiki-token-s3cr3t"
     call_command("sources", "secrets")
-    assert f"{token}\thr\twiki.example.com" in capsys.readouterr().out
+    assert f"{token}\thr\thttps://wiki.example.com\n" in capsys.readouterr().out
     listed = client_for(dana).get("/api/v1/source-secrets").json()
-    assert listed == [{"name": token, "collection": "hr", "host": "wiki.example.com"}]
+    assert listed == [{"name": token, "collection": "hr", "scheme": "https", "host": "wiki.example.com", "port": 443}]
     call_command("sources", "revoke-secret", token, "--collection", "hr", verbosity=0)
-    assert AuditEvent.objects.filter(action="source.secret_revoke", summary__contains="wiki.example.com").exists()
+    assert AuditEvent.objects.filter(
+        action="source.secret_revoke", summary__contains="https://wiki.example.com"
+    ).exists()
     with pytest.raises(ConnectorError, match="not granted"):
         source_secret(source, WIKI)
     with pytest.raises(CommandError, match="not granted to hr"):
@@ -124,7 +132,7 @@ def test_the_api_and_admin_offer_a_curator_only_the_secrets_granted_to_their_col
     web = Client()
     web.force_login(bob)
     page = web.get("/admin/sources/source/add/").content.decode()
-    assert "CAIRN_SOURCE_FINANCE_TOKEN (for fin.example.com in finance)</option>" in page and token not in page
+    assert "CAIRN_SOURCE_FINANCE_TOKEN (for https://fin.example.com in finance)</option>" in page and token not in page
 
 
 PERSONAS = ["alice", "charlie", "bob", "dana", "root"]  # finance reader, outsider, other curator, hr's, superuser
@@ -147,6 +155,11 @@ def test_the_source_surfaces_of_the_access_matrix_have_no_unexpected_allow(
     secret_grant(name=token, collection=hr, host="wiki.example.com")
     secret_grant(name="CAIRN_SOURCE_FINANCE_TOKEN", collection=finance, host="wiki.example.com")
     source = source_create(operator=True, collection=hr, name="hr-share", kind="folder", location=str(share))
+    source_create(operator=True, collection=hr, name="hr-wiki", kind="confluence", location=WIKI, credentials=token)
+    decoy = tmp_path / "x%2f..%2f..%2fhr-repo"  # a repository of that literal name, under the root
+    for folder in ("objects", "refs/heads"):
+        (decoy / folder).mkdir(parents=True)
+    (decoy / "HEAD").write_text("ref: refs/heads/main\n")
     run = source_sync(source=source, inline=True)
     assert run.status == SyncRun.Status.SUCCEEDED and "broken.pdf" in run.errors
     document = Document.objects.get(collection=hr, source=str(share / "bands.md"))
@@ -173,8 +186,51 @@ def test_the_source_surfaces_of_the_access_matrix_have_no_unexpected_allow(
         "api folder outside the roots": api.post("/api/v1/sources", {
             "name": f"etc-{persona}", "kind": "folder", "location": "/etc", "collection": "hr",
         }, format="json").status_code == 201,
+        "api git at a file:// URL whose %2f leads out of the roots": api.post("/api/v1/sources", {
+            "name": f"repo-{persona}", "kind": "git", "location": f"file://{decoy}", "collection": "hr",
+        }, format="json").status_code == 201,
+        "api move hr's wiki to http at another port": api.patch("/api/v1/sources/hr-wiki", {
+            "location": "http://wiki.example.com:8854/wiki/spaces/HR"}, format="json").status_code == 200,
     }  # fmt: skip
     expected = persona in ("dana", "root")
     assert {s for s, ok in allowed.items() if ok != expected} | {s for s, ok in never.items() if ok} == set()
     if not expected:
-        assert not Source.objects.exclude(name="hr-share").exists()
+        assert not Source.objects.exclude(name__in=["hr-share", "hr-wiki"]).exists()
+    assert Source.objects.get(name="hr-wiki").location == WIKI
+
+
+@pytest.mark.django_db(transaction=True)
+def test_grants_made_for_a_host_keep_what_travelled_encrypted_once_bound_to_an_origin():
+    """Migration 0003: a grant for a host becomes https on 443, and the https or ssh origin of each
+    source that named it there; a source over plain http is not granted by the migration."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("sources", "0002_secret_grants_and_item_tries")]
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes()
+    executor.migrate(before)
+    try:
+        old = executor.loader.project_state(before).apps
+        hr = old.get_model("corpus", "Collection").objects.create(slug="hr-before", name="HR")
+        for name, kind, location in [
+            ("tls-port", "confluence", "https://wiki.example.com:8443/wiki/spaces/HR"),
+            ("clear", "confluence", "http://wiki.example.com:8854/wiki/spaces/HR"),
+            ("over-ssh", "git", "git@wiki.example.com:hr/handbook.git"),
+            ("elsewhere", "confluence", "https://collector.example.net/wiki/spaces/HR"),
+        ]:
+            old.get_model("sources", "Source").objects.create(
+                name=name, kind=kind, location=location, collection=hr, credentials="CAIRN_SOURCE_WIKI_TOKEN"
+            )
+        grants = old.get_model("sources", "SecretGrant").objects
+        grants.create(name="CAIRN_SOURCE_WIKI_TOKEN", collection=hr, host="wiki.example.com")
+        grants.create(name="CAIRN_SOURCE_FIN_TOKEN", collection=hr, host="fin.example.com")
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(latest)
+    assert sorted(SecretGrant.objects.values_list("name", "scheme", "host", "port")) == [
+        ("CAIRN_SOURCE_FIN_TOKEN", "https", "fin.example.com", 443),
+        ("CAIRN_SOURCE_WIKI_TOKEN", "https", "wiki.example.com", 443),
+        ("CAIRN_SOURCE_WIKI_TOKEN", "https", "wiki.example.com", 8443),
+        ("CAIRN_SOURCE_WIKI_TOKEN", "ssh", "wiki.example.com", 22),
+    ]

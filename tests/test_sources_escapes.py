@@ -318,7 +318,8 @@ def test_git_over_http_goes_to_the_address_checked_carrying_only_a_granted_secre
     )
     monkeypatch.setenv("CAIRN_SOURCE_GIT_TOKEN", "reader:s3cret-token")
     monkeypatch.setenv("CAIRN_SOURCE_OTHER_TOKEN", "other-s3cret-token")
-    SecretGrant.objects.create(name="CAIRN_SOURCE_GIT_TOKEN", collection=finance, host="git.example.test")
+    SecretGrant.objects.create(name="CAIRN_SOURCE_GIT_TOKEN", collection=finance, scheme="http",
+                               host="git.example.test", port=served.port)  # fmt: skip
     location = f"http://git.example.test:{served.port}/handbook.git"
     source = git_source(location, finance, bob, credentials="CAIRN_SOURCE_GIT_TOKEN")
     run = source_sync(source=source, inline=True)

@@ -21,6 +21,7 @@ from ipaddress import ip_address, ip_network
 from urllib.parse import urlsplit
 
 import pytest
+from django.core.management import call_command
 
 from corpus.models import Document
 from corpus.services import collection_get_or_create
@@ -28,6 +29,7 @@ from sources.connectors import connector_for
 from sources.connectors.base import ConnectorError, Item
 from sources.models import SecretGrant, Source
 from sources.services import source_create, source_sync
+from tests.conftest import client_for
 from tests.loopback import LoopbackServer, free_port
 
 pytestmark = pytest.mark.django_db
@@ -384,7 +386,8 @@ def test_a_granted_credential_goes_to_its_host_alone(loopback, outbound_settings
 
     wiki = loopback(confluence)
     collection, _ = collection_get_or_create(slug="wiki-docs")
-    SecretGrant.objects.create(name="CAIRN_SOURCE_WIKI_TOKEN", collection=collection, host="wiki.test")
+    SecretGrant.objects.create(name="CAIRN_SOURCE_WIKI_TOKEN", collection=collection, scheme="http", host="wiki.test",
+                               port=int(wiki.url.rsplit(":", 1)[1]))  # fmt: skip
     source = source_create(operator=False, collection=collection, name="wiki", kind="confluence",
                            location=f"http://wiki.test:{wiki.url.rsplit(':', 1)[1]}/wiki/spaces/ENG",
                            credentials="CAIRN_SOURCE_WIKI_TOKEN")  # fmt: skip
@@ -402,6 +405,66 @@ def test_a_granted_credential_goes_to_its_host_alone(loopback, outbound_settings
     assert run.status == "failed" and "CAIRN_SOURCE_WIKI_TOKEN are not granted" in run.error, run.error
     assert [call["path"] for call in evil.calls] == ["/media/elsewhere.txt"]
     assert not any("Authorization" in call["headers"] for call in evil.calls)
+
+
+def test_a_grant_is_for_one_scheme_and_port_so_a_changed_source_never_sends_it_in_clear_text(
+    loopback, outbound_settings, monkeypatch, hr, dana, django_capture_on_commit_callbacks
+):
+    """The token was granted for https://wiki.test. dana's source there is changed to
+    http://wiki.test:PORT: the same host, so the bearer token went over plain http to whatever
+    listened at that port. Refused when changed; a source changed by another road fails its sync
+    before anything is sent; and a redirect from the granted origin to another port of its host
+    is followed without the token."""
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", True)
+    outbound_settings.CAIRN_SOURCES_ALLOW_NETWORKS = [ip_network("127.0.0.0/8")]
+    monkeypatch.setenv("CAIRN_SOURCE_WIKI_TOKEN", "pat-secret-1")
+    elsewhere = loopback(lambda method, path, query, body: (200, TEXT.encode()))
+    other_port = elsewhere.url.rsplit(":", 1)[1]
+
+    def confluence(method, path, query, body):
+        if path == "/wiki/rest/api/content":
+            return 200, {"results": [{"id": "1", "title": "Ferries", "version": {"number": 1},
+                                      "body": {"storage": {"value": f"<p>{TEXT}</p>"}}}], "_links": {}}  # fmt: skip
+        if path == "/wiki/rest/api/content/1/child/attachment":
+            return 200, {"results": [{"id": "91", "title": "times.txt", "version": {"number": 1},
+                                      "_links": {"download": "/download/attachments/1/times.txt"}}], "_links": {}}  # fmt: skip
+        if path == "/wiki/download/attachments/1/times.txt":  # the same host, another port
+            return 302, None, {"Location": f"http://wiki.test:{other_port}/media/times.txt"}
+        return 404, {"message": "not found"}
+
+    wiki = loopback(confluence)
+    port = wiki.url.rsplit(":", 1)[1]
+    call_command("sources", "grant-secret", "CAIRN_SOURCE_WIKI_TOKEN", "--collection", "hr", "--host", "wiki.test",
+                 verbosity=0)  # fmt: skip
+    api = client_for(dana)
+    body = {"name": "hr-wiki", "kind": "confluence", "location": "https://wiki.test/wiki/spaces/HR",
+            "collection": "hr", "credentials": "CAIRN_SOURCE_WIKI_TOKEN"}  # fmt: skip
+    assert api.post("/api/v1/sources", body, format="json").status_code == 201
+    clear = f"http://wiki.test:{port}/wiki/spaces/HR"
+    for location in (clear, "https://wiki.test:8443/wiki/spaces/HR", "http://wiki.test/wiki/spaces/HR"):
+        moved = api.patch("/api/v1/sources/hr-wiki", {"location": location}, format="json")
+        assert moved.status_code == 403 and moved.json()["credentials"] == [
+            f"CAIRN_SOURCE_WIKI_TOKEN is granted for https://wiki.test only, not for {location.split('/wiki/')[0]}"
+        ], moved.json()
+    Source.objects.filter(name="hr-wiki").update(location=clear)  # changed by another road
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post("/api/v1/sources/hr-wiki/sync").status_code == 202
+    (run,) = api.get("/api/v1/sources/hr-wiki").json()["runs"]
+    assert run["status"] == "failed" and f"not granted to collection hr for http://wiki.test:{port}:" in run["error"]
+    assert wiki.calls == []  # nothing was sent, the token least of all
+
+    # Granted for the http origin by the operator: sent there, and not to the other port a redirect names.
+    call_command("sources", "grant-secret", "CAIRN_SOURCE_WIKI_TOKEN", "--collection", "hr", "--host",
+                 f"http://wiki.test:{port}", verbosity=0)  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post("/api/v1/sources/hr-wiki/sync").status_code == 202
+    run = api.get("/api/v1/sources/hr-wiki").json()["runs"][0]
+    assert (run["status"], run["counts"]["added"]) == ("succeeded", 2), run
+    assert {call["headers"].get("Authorization") for call in wiki.calls} == {"Bearer pat-secret-1"}
+    assert [call["path"] for call in elsewhere.calls] == ["/media/times.txt"]
+    assert "Authorization" not in elsewhere.calls[0]["headers"]
 
 
 # --- Bodies: too large, bombs, drips --------------------------------------------------------------

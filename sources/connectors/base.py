@@ -12,6 +12,7 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from readers.formats import FORMATS
+from sources.origins import origin_of, origin_text
 
 # Formats read as plain text under a .txt name (their markup is light enough to read as prose).
 READ_AS_TEXT = {".adoc", ".asciidoc", ".text"}
@@ -89,21 +90,23 @@ def host_of(url: str) -> str:
 def source_secret(source, url: str) -> str:
     """The secret `source`'s credentials name, for a request to `url`: "" when it names none.
     Raise ConnectorError (naming the reference, never the secret) unless an operator granted that
-    secret to the source's collection for `url`'s host (manage.py sources grant-secret): a source
-    pointed at another host, by whoever changed it, never carries the secret there."""
+    secret to the source's collection for `url`'s scheme, host and port (manage.py sources
+    grant-secret): a source pointed elsewhere, by whoever changed it, never carries the secret there,
+    nor to its own host in clear text (http where https was granted) or at another port."""
     from sources.models import SecretGrant
 
     reference = source.credentials
     if not reference:
         return ""
-    host = host_of(url)
-    if (
-        not host
-        or not SecretGrant.objects.filter(name=reference, collection_id=source.collection_id, host=host).exists()
-    ):
+    origin = origin_of(url)
+    granted = origin is not None and SecretGrant.objects.filter(
+        name=reference, collection_id=source.collection_id, scheme=origin[0], host=origin[1], port=origin[2]
+    )
+    if not granted or not granted.exists():
+        where = origin_text(*origin) if origin else repr(url)
         raise ConnectorError(
-            f"the credentials {reference} are not granted to collection {source.collection.slug} for host "
-            f"{host or url!r}: an operator grants them (manage.py sources grant-secret)"
+            f"the credentials {reference} are not granted to collection {source.collection.slug} for {where}: "
+            "an operator grants them (manage.py sources grant-secret)"
         )
     return _secret_read(reference)
 

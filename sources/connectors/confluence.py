@@ -15,7 +15,8 @@ import json
 import re
 from urllib.parse import parse_qs, urlparse
 
-from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, host_of, reader_name, source_secret
+from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, reader_name, source_secret
+from sources.origins import origin_of
 from sources.outbound import OutboundClient, Reply
 
 PAGE_SIZE = 50
@@ -52,10 +53,10 @@ class ConfluenceConnector:
             authorization["Authorization"] = "Basic " + base64.b64encode(secret.encode()).decode()
         elif secret:  # Data Center: a personal access token
             authorization["Authorization"] = f"Bearer {secret}"
-        # The secret goes to the space's host alone, never to where it redirects (an attachment's
-        # download often goes to a media host, whose link carries its own token).
+        # The secret goes to the space's origin alone (its scheme, host and port), never to where it
+        # redirects (an attachment's download often goes to a media host, whose link carries its own token).
         self.client = OutboundClient(
-            headers={"Accept": "application/json"}, secret_headers=authorization, secret_host=host_of(self.base)
+            headers={"Accept": "application/json"}, secret_headers=authorization, secret_origin=origin_of(self.base)
         )
 
     def _get(self, url: str, **params) -> Reply:

@@ -29,12 +29,12 @@ from urllib.parse import unquote, urlsplit
 from django.conf import settings
 
 from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, host_of, reader_name, source_secret
+from sources.origins import PORTS
 from sources.outbound import checked_address
 
 # Transports a source may use: never `ext::` (it runs a command) or anything else unusual. Each
 # fetch allows only its source's own.
 ALLOWED_PROTOCOLS = "file:git:http:https:ssh"
-PORTS = {"http": 80, "https": 443, "ssh": 22, "git": 9418}
 # From the worker's environment only where git is and which certificate authorities to trust.
 _PASSED = ("PATH", "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH")
 # No ssh_config, no agent, no prompt; no key but the one given (-i), else none: IdentityFile=none

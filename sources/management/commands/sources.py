@@ -1,13 +1,13 @@
 """python manage.py sources add NAME --kind KIND --location PATH_OR_URL --collection SLUG ... | list | remove NAME
-| grant-secret NAME --collection SLUG --host HOST | revoke-secret NAME --collection SLUG [--host HOST] | secrets"""
+| grant-secret NAME --collection SLUG --host [SCHEME://]HOST[:PORT] | revoke-secret NAME --collection SLUG [--host HOST] | secrets"""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from common.exceptions import CairnError
 from corpus.models import Collection
 from corpus.services import collection_get_or_create
-from sources.connectors.base import host_of
 from sources.models import SecretGrant, Source
+from sources.origins import origin_of, origin_text
 from sources.services import secret_grant, secret_revoke, source_create, source_delete
 
 
@@ -36,16 +36,24 @@ class Command(BaseCommand):
         remove = actions.add_parser("remove", help="Remove a source (its documents stay).")
         remove.add_argument("name")
         grant = actions.add_parser(
-            "grant-secret", help="Let a collection's sources name a secret, sent only to one host (audited)."
+            "grant-secret",
+            help="Let a collection's sources name a secret, sent only to one scheme, host and port (audited).",
         )
         grant.add_argument("name", help="An environment variable's name or a secret file's absolute path.")
         grant.add_argument("--collection", required=True, help="The collection whose sources may name it.")
-        grant.add_argument("--host", required=True, help="The only host it is sent to: wiki.example.com.")
+        grant.add_argument(
+            "--host", required=True, metavar="[SCHEME://]HOST[:PORT]",
+            help="The only place it is sent: wiki.example.com (https, port 443), wiki.example.com:8443 (https), "
+            "http://wiki.example.com:8080, ssh://git.example.org.",
+        )  # fmt: skip
         revoke = actions.add_parser("revoke-secret", help="Take a grant back (audited); sources naming it then fail.")
         revoke.add_argument("name")
         revoke.add_argument("--collection", required=True)
-        revoke.add_argument("--host", default="", help="Only the grant for this host (default: every host).")
-        actions.add_parser("secrets", help="List the granted secrets: name, collection, host.")
+        revoke.add_argument(
+            "--host", default="", help="Only the grants at this host (every scheme and port there, or the one a "
+            "URL or HOST:PORT names; default: every grant of the name).",
+        )  # fmt: skip
+        actions.add_parser("secrets", help="List the granted secrets: name, collection, where it is sent.")
 
     def handle(self, *args, action, **options):
         getattr(self, f"_{action.replace('-', '_')}")(**options)
@@ -60,8 +68,8 @@ class Command(BaseCommand):
             )  # fmt: skip
         except CairnError as exc:
             raise CommandError(f"source {name}: {exc.field}: {exc.message}") from exc
-        if credentials and (host := host_of(source.location)):
-            self.stdout.write(f"Granted {credentials} to {collection} for {host} only.")
+        if credentials and (origin := origin_of(source.location)):
+            self.stdout.write(f"Granted {credentials} to {collection} for {origin_text(*origin)} only.")
         if created and not (public or group):
             self.stdout.write(f"Created collection {collection!r}: private (superusers only) until groups are added.")
         when = f"every {schedule} min" if schedule.isdigit() else schedule or "by hand (manage.py sync)"
@@ -95,7 +103,7 @@ class Command(BaseCommand):
             grant = secret_grant(name=name, collection=self._collection(collection), host=host)
         except CairnError as exc:
             raise CommandError(f"secret {name}: {exc.field}: {exc.message}") from exc
-        self.stdout.write(f"Granted {name} to {collection}'s sources, sent only to {grant.host}.")
+        self.stdout.write(f"Granted {name} to {collection}'s sources, sent only to {grant.origin}.")
 
     def _revoke_secret(self, *, name, collection, host, **_):
         revoked = secret_revoke(name=name, collection=self._collection(collection), host=host)
@@ -105,4 +113,4 @@ class Command(BaseCommand):
 
     def _secrets(self, **_):
         for grant in SecretGrant.objects.select_related("collection"):
-            self.stdout.write(f"{grant.name}\t{grant.collection.slug}\t{grant.host}")
+            self.stdout.write(f"{grant.name}\t{grant.collection.slug}\t{grant.origin}")
