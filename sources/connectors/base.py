@@ -24,6 +24,13 @@ class ConnectorError(Exception):
     """The source cannot be read (down, unreachable, refused): the message says why."""
 
 
+# Most bytes of bodies one listing keeps for its items (Item.data). A crawl reads every page for its
+# links; keeping each body spares the item task a second request, but a site of 10,000 pages of
+# 50 MiB would be held whole. Past this, a body is let go once its links are read, and its item
+# task fetches it again.
+LISTING_KEEPS_BYTES = 32 * 1024 * 1024
+
+
 @dataclass
 class Item:
     key: str  # stable within the source: a relative path, a URL, "page:123"

@@ -2,7 +2,9 @@
 the start page's folder) or a sitemap.xml. robots.txt is honoured, requests are spaced by
 CAIRN_SOURCES_CRAWL_DELAY (or the site's Crawl-delay, if longer), and every page already known is
 asked for conditionally (If-None-Match / If-Modified-Since): a 304 reads no body, and the page's
-links are the ones kept from when it last changed."""
+links are the ones kept from when it last changed. A crawl keeps the bodies it read for their items
+up to LISTING_KEEPS_BYTES in all; past that, a page's item fetches it again (the memory a crawl
+holds is bounded by that and one page, whatever the number of pages)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from urllib.robotparser import RobotFileParser
 
 from django.conf import settings
 
+from sources.connectors import base
 from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, reader_name
 from sources.outbound import OutboundClient, Outside, Reply
 
@@ -66,6 +69,7 @@ class WebsiteConnector:
         self._last_request = 0.0
         self.requests = 0  # for the benchmark and the tests: requests sent, and of them conditional
         self.conditional = 0
+        self.kept = 0  # bytes of bodies kept for items (at most base.LISTING_KEEPS_BYTES)
 
     def _get(self, url: str, known: Known | None = None, *, page: bool = True) -> Reply:
         """GET `url` (a page of the site unless `page` is False: a redirect out of it is not followed)."""
@@ -159,7 +163,9 @@ class WebsiteConnector:
         if name is None:
             return None, links
         version = state["etag"] or state["last_modified"] or hashlib.sha256(body).hexdigest()
-        return Item(key=url, version=version, name=name, uri=url, data=body, state=state), links
+        keep = self.kept + len(body) <= base.LISTING_KEEPS_BYTES
+        self.kept += len(body) if keep else 0
+        return Item(key=url, version=version, name=name, uri=url, data=body if keep else None, state=state), links
 
     def _sitemap(self, known: dict[str, Known]) -> Listing:
         response = self._get(self.start, page=False)
