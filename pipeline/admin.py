@@ -36,16 +36,24 @@ class AnswerAdmin(CuratedAdmin):
     list_select_related = ["user"]
     search_fields = ["question", "text", "response_id"]
     raw_id_fields = ["user"]
-    readonly_fields = [
-        "response_id", "user", "question", "text", "found", "outcome", "confidence", "mode", "action", "generator",
-        "citations", "external", "iterations", "agreement", "notes", "timings_ms", "created_at",
+    # A record, read only, and of this answer alone: a form of all its fields offered its conversation
+    # as a choice of every asker's conversation, named by their first questions, and let a curator
+    # rewrite the collections that decide who reads it.
+    fields = [
+        "response_id", "user", "question", "asked", "rewritten_by", "text", "found", "outcome", "confidence", "mode",
+        "action", "generator", "citations", "external", "iterations", "agreement", "notes", "timings_ms",
+        "created_at",
     ]  # fmt: skip
+    readonly_fields = fields
     inlines = [EvidenceInline]
 
     def curated(self, request, queryset):
         return queryset.filter(pk__in=answers_curated_by(user=request.user).values("pk"))
 
     def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False
 
 

@@ -15,6 +15,13 @@ Two ways, by what answers the question:
   first and carries the questions it follows in brackets, back to the last one that stood alone:
   "Keep only the last 5 files? (How can I rotate Apache's access log?)". The follow-up's words lead,
   so retrieval and the judges weigh what is new, and the reader sees what was understood.
+
+A rewritten question is stored with its answer, where that answer's curators read it, and may be
+proposed as a write-back. So a turn is carried only when every collection it drew on is one the
+follow-up is asked within (turns_within): a question asked in hr, and its answer's words, never
+reach an answer asked within the public handbook; the follow-up then stands alone. The answer is
+recorded in the collections of the turns it carried as well (pipeline.stages.record), so that only
+curators of those read it.
 """
 
 from __future__ import annotations
@@ -96,6 +103,7 @@ SELF_CONTAINED_WORDS = 6
 # above 0.6). Set by design between the two, not fitted.
 SAME_TOPIC = 0.3
 CARRIED_TURNS = 2  # earlier questions carried in brackets, newest last
+LLM_TURNS = 3  # earlier turns an LLM reads to rewrite
 MAX_LENGTH = 1000
 
 
@@ -108,12 +116,29 @@ class Turn:
     answer: str = ""
     stood_alone: bool = True  # it needed no earlier turn
     embedding: np.ndarray | None = None  # of `question`, as recorded
+    collections: frozenset[int] = frozenset()  # what its answer drew on (Answer.collections)
 
 
 @dataclass(frozen=True)
 class Rewrite:
     question: str  # the standalone question
     by: str  # "" unchanged, "rules" or "llm"
+    carried: tuple[Turn, ...] = ()  # the earlier turns that went into it
+
+    @property
+    def collections(self) -> set[int]:
+        return {c for turn in self.carried for c in turn.collections}
+
+
+def turns_within(earlier: Sequence[Turn], collection_ids: set[int]) -> list[Turn]:
+    """The latest of `earlier` whose answers drew on `collection_ids` alone, back to the first that
+    did not: what a follow-up asked within those collections may carry."""
+    kept: list[Turn] = []
+    for turn in reversed(earlier):
+        if not turn.collections <= collection_ids:
+            break
+        kept.insert(0, turn)
+    return kept
 
 
 def content_words(text: str) -> list[str]:
@@ -148,13 +173,19 @@ def rules_rewrite(question: str, earlier: Sequence[Turn]) -> str:
     last that stood alone, at most CARRIED_TURNS of them, oldest first."""
     body = OPENERS.sub("", question.strip(), count=1).strip() or question.strip()
     body = body[0].upper() + body[1:]
-    carried: list[str] = []
-    for turn in reversed(earlier):
-        carried.insert(0, turn.asked.strip())
-        if turn.stood_alone or len(carried) == CARRIED_TURNS:
-            break
+    carried = [turn.asked.strip() for turn in rules_carried(earlier)]
     context = " ".join(q if q.endswith(("?", ".", "!")) else f"{q}?" for q in carried)
     return f"{body} ({context})"[:MAX_LENGTH]
+
+
+def rules_carried(earlier: Sequence[Turn]) -> list[Turn]:
+    """The turns the rules carry: back to the last that stood alone, at most CARRIED_TURNS."""
+    carried: list[Turn] = []
+    for turn in reversed(earlier):
+        carried.insert(0, turn)
+        if turn.stood_alone or len(carried) == CARRIED_TURNS:
+            break
+    return carried
 
 
 LLM_PROMPT = """Rewrite the user's last question so that it can be understood without the conversation.
@@ -170,7 +201,7 @@ def llm_rewrite(question: str, earlier: Sequence[Turn], llm) -> str | None:
     from pipeline.generators import GeneratorUnavailable
 
     turns = "\n".join(
-        f"Question: {t.asked}\nAnswer: {' '.join(t.answer.split())[:300]}" for t in earlier[-3:]
+        f"Question: {t.asked}\nAnswer: {' '.join(t.answer.split())[:300]}" for t in earlier[-LLM_TURNS:]
     )  # fmt: skip
     try:
         written = llm.complete(LLM_PROMPT.format(turns=turns, question=question))
@@ -205,5 +236,5 @@ def standalone(question: str, earlier: Sequence[Turn], *, embed=None, llm=None) 
     if not follows_on(question, previous, embed):
         return Rewrite(question, "")
     if llm is not None and (rewritten := llm_rewrite(question, earlier, llm)):
-        return Rewrite(rewritten, "llm")
-    return Rewrite(rules_rewrite(question, earlier), "rules")
+        return Rewrite(rewritten, "llm", tuple(earlier[-LLM_TURNS:]))
+    return Rewrite(rules_rewrite(question, earlier), "rules", tuple(rules_carried(earlier)))

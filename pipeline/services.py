@@ -76,10 +76,11 @@ EARLIER_TURNS = 5  # the rewrite reads back at most this far
 
 def conversation_turns(conversation: Conversation) -> list[Turn]:
     """The conversation's last turns, oldest first, as the rewrite reads them."""
-    answers = conversation.turns.order_by("-created_at")[:EARLIER_TURNS]
+    answers = conversation.turns.order_by("-created_at").prefetch_related("collections")[:EARLIER_TURNS]
     return [
         Turn(asked=a.asked or a.question, question=a.question, answer=a.text, stood_alone=not a.rewritten_by,
-             embedding=None if a.embedding is None else np.asarray(a.embedding, dtype=np.float32))
+             embedding=None if a.embedding is None else np.asarray(a.embedding, dtype=np.float32),
+             collections=frozenset(c.id for c in a.collections.all()))
         for a in reversed(answers)
     ]  # fmt: skip
 

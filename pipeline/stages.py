@@ -35,12 +35,13 @@ from corpus.selectors import (
     chunk_hits,
     chunk_search,
     collections_quoted_by,
+    collections_readable_by,
     documents_modified,
     question_terms,
 )
 from corpus.strips import Strip, strips_of
 from judges.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
-from pipeline.conversations import Turn, standalone
+from pipeline.conversations import Turn, follows_on, standalone, turns_within
 from pipeline.gate import Action, Bucket, Candidate, Gate, action_for, answerable_relevances, candidate_from_hit
 from pipeline.gate import refine as refine_strips
 from pipeline.generators import (
@@ -78,6 +79,7 @@ class QueryState:
     conversation: Conversation | None = None  # None: the record stage starts one
     earlier: list[Turn] = field(default_factory=list)  # the conversation's turns before this one
     asked: str = ""  # the question as typed, when `rewrite` changed it
+    carried: set[int] = field(default_factory=set)  # the collections of the earlier turns it carries
     rewritten_by: str = ""
     query_vector: np.ndarray | None = None
     hits: list[Hit] = field(default_factory=list)
@@ -109,7 +111,9 @@ class QueryState:
 def rewrite(state: QueryState) -> None:
     """A follow-up becomes the standalone question it means, from the turns before it: by the LLM
     when the answer is an LLM's, else by rules (pipeline/conversations.py). Only what was asked
-    before, and the gist of what was answered, go into it; no earlier answer becomes evidence."""
+    before, and the gist of what was answered, go into it; no earlier answer becomes evidence. Only
+    turns whose answers drew on the collections this one is asked within (named, or all the asker
+    reads now) are carried: the rewritten question is stored where this answer's curators read it."""
     if not state.earlier:
         return
     name = state.generator_name()
@@ -119,11 +123,18 @@ def rewrite(state: QueryState) -> None:
         state.query_vector = get_embedder().embed([text])[0]
         return state.query_vector
 
-    result = standalone(state.question, state.earlier, embed=embed, llm=llm)
+    scope = state.collection_ids
+    if scope is None:
+        scope = collections_readable_by(user=state.user).values_list("id", flat=True)
+    earlier = turns_within(state.earlier, set(scope))
+    result = standalone(state.question, earlier, embed=embed, llm=llm)
     if result.by:
         state.query_vector = None
         state.asked, state.question, state.rewritten_by = state.question, result.question, result.by
+        state.carried = result.collections
         state.notes.append(f"a follow-up, answered as: {result.question}")
+    elif not earlier and follows_on(state.question, state.earlier[-1], embed):
+        state.notes.append("a follow-up of a question asked in other collections: answered as it stands")
 
 
 def embed_query(state: QueryState) -> None:
@@ -485,7 +496,9 @@ def record(state: QueryState) -> None:
             )
             for c in state.candidates
         )
-        state.record.collections.set(collections_quoted_by({c.hit.document_id for c in state.candidates if c.hit}))
+        # A carried question is its turn's: whoever reads this answer must curate where it was asked.
+        quoted = collections_quoted_by({c.hit.document_id for c in state.candidates if c.hit})
+        state.record.collections.set(quoted | state.carried)
         credits_record(
             response_id=state.record.response_id, user=state.user, credited=credited(state),
             question_vector=state.query_vector,
@@ -512,13 +525,17 @@ def propose(state: QueryState):
     proposed: "where to look" and a dispute quote passages without claiming an answer, and not found
     states nothing. An answer that cites external or inferred evidence is not proposed either:
     external passages never enter the corpus by this path, and inferred evidence is the model's own.
-    It goes to the collection of its most trusted cited evidence."""
+    Nor is a follow-up whose question carries an earlier turn's of a collection its evidence is not
+    from. It goes to the collection of its most trusted cited evidence."""
     generation = state.generation
     by_n = {c.n: c for c in state.candidates}
     cited = [by_n[n] for n in generation.cited if n in by_n]
     if generation.outcome != ANSWERED or not cited or any(c.origin != "corpus" or c.hit is None for c in cited):
         return None
     best = max(cited, key=lambda c: c.trust)
+    shown_to = {best.hit.collection_id} | collections_quoted_by({c.hit.document_id for c in state.verified if c.hit})
+    if not state.carried <= shown_to:
+        return None  # its question carries an earlier turn's from a collection its reviewers may not curate
     evidence = [
         {"n": c.n, "chunk_id": c.hit.chunk_id, "document_id": c.hit.document_id, "title": c.title, "text": c.text}
         for c in state.verified

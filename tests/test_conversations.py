@@ -8,10 +8,12 @@ import pytest
 
 from corpus.lifecycle import document_retract
 from corpus.models import AuditEvent, Document
-from pipeline.conversations import Turn, follows_on, rewrite_checked, rules_rewrite, standalone
+from pipeline.conversations import Turn, follows_on, rewrite_checked, rules_rewrite, standalone, turns_within
 from pipeline.models import Answer, Conversation, Evidence
 from tests.conftest import client_for
 from tests.test_llm import asked, completions_served, on
+from writeback.models import WriteBack
+from writeback.selectors import writeback_collection_ids
 
 pytestmark = pytest.mark.django_db
 
@@ -152,3 +154,41 @@ def test_with_an_llm_answering_it_rewrites_the_follow_up_and_what_is_no_question
         assert follow_up["rewritten_by"] == "rules" and follow_up["question"].startswith(
             "What about the hotel receipts?"
         )
+
+
+def test_a_follow_up_carries_no_question_of_a_collection_it_was_not_asked_within(hr, dana, bob):
+    """dana asks in hr, then follows on within the public handbook, which bob curates too: the
+    rewritten question used to carry hr's question into an answer bob reads."""
+    from corpus.services import collection_get_or_create, documents_ingest
+    from readers.extract import ExtractedDocument
+
+    handbook, _ = collection_get_or_create(slug="handbook", public=True)
+    documents_ingest(collection=handbook, documents=[ExtractedDocument(
+        "Pay", "Pay for the support team is reviewed once a year, in the autumn, by the team lead.", "hb/pay.md",
+        "text/markdown")])  # fmt: skip
+    first = ask(dana, "When are the salary bands reviewed?", collections=["hr"])
+    follow_up = ask(dana, "and for the support team?", collections=["handbook"],
+                    conversation_id=first["conversation_id"])  # fmt: skip
+    assert (follow_up["question"], follow_up["rewritten_by"]) == ("and for the support team?", "")
+    assert "asked in other collections" in " ".join(follow_up["notes"])
+    shown = client_for(bob).get(f"/api/v1/answers/{follow_up['response_id']}")
+    assert shown.status_code == 200 and "salary" not in shown.content.decode().lower()
+    # Asked within all dana reads, it follows on; its answer is hr's too, so bob, who curates the
+    # handbook and not hr, does not read it.
+    again = ask(dana, "When are the salary bands reviewed?", collections=["hr"])  # a new conversation
+    anywhere = client_for(dana).post("/api/v1/query", {"question": "and for the support team?", "mode": "fast",
+                                                       "conversation_id": again["conversation_id"]}, format="json").json()  # fmt: skip
+    assert anywhere["rewritten_by"] == "rules" and "salary bands" in anywhere["question"]
+    assert "hr" in set(Answer.objects.get(response_id=anywhere["response_id"]).collections.values_list("slug",
+                                                                                                     flat=True))  # fmt: skip
+    assert client_for(bob).get(f"/api/v1/answers/{anywhere['response_id']}").status_code == 404
+    for writeback in WriteBack.objects.filter(response_id=anywhere["response_id"]):  # reviewed by hr's curators
+        assert hr.id in writeback_collection_ids(writeback)
+
+
+def test_only_the_latest_turns_within_the_collections_asked_are_carried():
+    hr, handbook = frozenset([1]), frozenset([2])
+    turns = [Turn("q1", "q1", collections=handbook), Turn("q2", "q2", collections=hr),
+             Turn("q3", "q3", collections=handbook | frozenset([3])), Turn("q4", "q4")]  # fmt: skip
+    assert [t.asked for t in turns_within(turns, {2, 3})] == ["q3", "q4"]  # not past hr's
+    assert turns_within(turns[:2], {2}) == [] and turns_within(turns, {1, 2, 3}) == turns

@@ -365,8 +365,18 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
         "mcp search": any(marker in p["text"] for p in (found.get("structuredContent") or {}).get("passages", [])),
         "mcp ask": not answered["isError"] and (marker in answered["structuredContent"]["answer"] or marker in cited),
     }
+    # root asks in hr, then follows on within the public handbook: the follow-up's question is read
+    # by the handbook's curators.
+    asked_in_hr = client_for(root).post("/api/v1/query", {"question": "When are salary bands reviewed?", "mode": "fast",
+                                                          "collections": ["hr"]}, format="json").json()  # fmt: skip
+    follow_up = client_for(root).post("/api/v1/query", {
+        "question": "and when is pay reviewed?", "mode": "fast", "collections": ["handbook"],
+        "conversation_id": asked_in_hr["conversation_id"]}, format="json").json()["response_id"]  # fmt: skip
     # Through these no one gets hr's text or changes what it shows, hr's own curator included.
     never = {
+        "api answer: a handbook follow-up of an hr question": shown(api.get(f"/api/v1/answers/{follow_up}")),
+        "admin answer: a handbook follow-up of an hr question": shown(web.get(
+            f"/admin/pipeline/answer/{Answer.objects.get(response_id=follow_up).id}/change/")),  # fmt: skip
         "admin lesson edit": web.post(f"/admin/writeback/lesson/{Lesson.objects.get().id}/change/",
                                       {"sentence": "Renamed."}) and Lesson.objects.filter(sentence="Renamed.").exists(),
         "nearest text to an edited approve": "alary bands"
@@ -376,6 +386,8 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
                                                             format="json").status_code == 200,
         "admin document edit": web.post(f"/admin/corpus/document/{document.id}/change/", {"title": "Renamed"})
         and Document.objects.filter(title="Renamed").exists(),
+        "admin answer edit": web.post(f"/admin/pipeline/answer/{answer.id}/change/", {"question": "Renamed?"})
+        and Answer.objects.filter(question="Renamed?").exists(),
         **hidden_misses,
         # Last: the handbook's lesson puts hr's words in a public collection.
         "a handbook lesson over hr's passage": lesson_over_hr(web, handbook, [alice, charlie, bob], root),
