@@ -367,9 +367,22 @@ def test_a_removed_git_source_takes_its_copy_and_a_new_one_of_its_name_starts_af
 
 def test_a_repository_over_the_size_limit_fails_and_its_copy_is_removed(places, bob, finance, settings):
     settings.CAIRN_SOURCES_GIT_MAX_BYTES = 4096
-    repository(places.root / "handbook", {"guide.md": GUIDE, "more.md": "# More\n\n" + "Ferries and piers. " * 400})
+    repository(places.root / "handbook", {"guide.md": GUIDE, "more.md": "# More\n\n" + os.urandom(8192).hex()})
     run = source_sync(source=git_source(places.root / "handbook", finance, bob), inline=True)
     assert run.status == "failed" and "CAIRN_SOURCES_GIT_MAX_BYTES (4096 bytes)" in run.error, run.error
+    assert copies(places) == [] and run.added == 0
+
+
+def test_a_fetch_is_stopped_at_the_size_limit_while_it_runs_not_after(places, bob, finance, settings):
+    """The limit was checked only once the fetch had written the whole repository: a huge one filled
+    the disk first. git now runs with no file allowed past the room the copy has left (one pack)."""
+    settings.CAIRN_SOURCES_GIT_MAX_BYTES = 256 * 1024
+    repository(places.root / "handbook", {"guide.md": GUIDE})
+    (places.root / "handbook" / "noise.md").write_bytes(os.urandom(4 * 1024 * 1024))  # incompressible
+    git("add", ".", cwd=places.root / "handbook")
+    git("commit", "--quiet", "-m", "noise", cwd=places.root / "handbook")
+    run = source_sync(source=git_source(places.root / "handbook", finance, bob), inline=True)
+    assert run.status == "failed" and "stopped at CAIRN_SOURCES_GIT_MAX_BYTES (262144 bytes) while it ran" in run.error
     assert copies(places) == [] and run.added == 0
 
 

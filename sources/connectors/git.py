@@ -16,13 +16,16 @@ sync fails; a blob above CAIRN_SOURCES_MAX_BYTES is an item that fails."""
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
 import ipaddress
 import os
+import resource
 import shlex
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -111,6 +114,22 @@ def repository_check(path: Path) -> Path:
     return gitdir
 
 
+def _sizes(folder: Path) -> Iterator[int]:
+    for parent, _, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):  # a temporary file git just removed
+                yield os.lstat(Path(parent, name)).st_size
+
+
+def _size(folder: Path) -> int:
+    return sum(_sizes(folder))
+
+
+def _file_limit(max_bytes: int) -> None:
+    """In git's process, before it starts: no file it writes grows past `max_bytes`."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+
+
 class GitConnector:
     def __init__(self, source) -> None:
         self.source = source
@@ -136,14 +155,23 @@ class GitConnector:
         }  # fmt: skip
 
     def _git(
-        self, *args: str, binary: bool = False, config: Sequence[str] = (), env: dict | None = None
+        self,
+        *args: str,
+        binary: bool = False,
+        config: Sequence[str] = (),
+        env: dict | None = None,
+        max_file_bytes: int | None = None,
     ) -> bytes | str:
         options = ["credential.helper=", "http.followRedirects=false", "core.fsmonitor=false", "protocol.allow=never",
                    f"protocol.{self.scheme}.allow=always", *config]  # fmt: skip
         command = ["git", f"--git-dir={self.cache}", *(arg for option in options for arg in ("-c", option)), *args]
         # Its own process group: on a timeout its helpers (remote-http, index-pack) stop with it.
+        # `max_file_bytes`: no file it or its helpers write grows past it (RLIMIT_FSIZE, inherited by
+        # the helpers; the kernel stops the write), set in the child before git starts.
+        limit = None if max_file_bytes is None else functools.partial(_file_limit, max(max_file_bytes, 0))
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                              env={**self._environment(), **(env or {})}, start_new_session=True) as process:  # fmt: skip
+                              env={**self._environment(), **(env or {})}, start_new_session=True,
+                              preexec_fn=limit) as process:  # fmt: skip
             try:
                 stdout, stderr = process.communicate(timeout=settings.CAIRN_SOURCES_TIMEOUT * 10)
             except subprocess.TimeoutExpired as exc:
@@ -199,17 +227,34 @@ class GitConnector:
         config, env = self._reach()
         if not (self.cache / "HEAD").exists():
             self.cache.mkdir(parents=True, exist_ok=True)
-            self._git("init", "--quiet", "--bare")
+            self._git("init", "--quiet", "--bare", "--template=")  # no sample hooks: nothing but the copy
             self._git("remote", "add", "origin", self.remote)
         self._git("remote", "set-url", "origin", self.remote)  # the source's location may have changed
-        self._git("fetch", "--quiet", "--no-tags", "--prune", "origin",
-                  f"+refs/heads/{self.branch}:refs/remotes/origin/{self.branch}", config=config, env=env)  # fmt: skip
-        size = sum(os.lstat(Path(folder, name)).st_size for folder, _, files in os.walk(self.cache) for name in files)
-        if size > settings.CAIRN_SOURCES_GIT_MAX_BYTES:
+        # Bounded while it runs, not only after: what the fetch brings is one pack (unpackLimit=1: never
+        # loose objects, one file each), and no file may grow past what the copy has left of
+        # CAIRN_SOURCES_GIT_MAX_BYTES, so a huge repository stops the fetch at the limit instead of
+        # filling the disk first.
+        limit = settings.CAIRN_SOURCES_GIT_MAX_BYTES
+        room = limit - _size(self.cache)
+        try:
+            if room <= 0:
+                raise ConnectorError(f"git fetch of {self.url}: no room left")
+            self._git("fetch", "--quiet", "--no-tags", "--prune", "origin",
+                      f"+refs/heads/{self.branch}:refs/remotes/origin/{self.branch}",
+                      config=[*config, "fetch.unpackLimit=1"], env=env, max_file_bytes=room)  # fmt: skip
+        except ConnectorError:
+            if room > 0 and not any(size >= room for size in _sizes(self.cache)):
+                raise  # it failed for another reason than the limit
+            cache_remove(self.cache)
+            raise ConnectorError(
+                f"git fetch of {self.url}: stopped at CAIRN_SOURCES_GIT_MAX_BYTES ({limit} bytes) while it ran; "
+                "its copy was removed"
+            ) from None
+        if (size := _size(self.cache)) > limit:
             cache_remove(self.cache)
             raise ConnectorError(
                 f"git fetch of {self.url}: the repository takes {size} bytes, over CAIRN_SOURCES_GIT_MAX_BYTES "
-                f"({settings.CAIRN_SOURCES_GIT_MAX_BYTES} bytes); its copy was removed"
+                f"({limit} bytes); its copy was removed"
             )
 
     def list(self, known: dict[str, Known]) -> Listing:
