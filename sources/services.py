@@ -41,6 +41,7 @@ from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listin
 from sources.connectors.git import cache_of, cache_remove, local_path, repository_check
 from sources.models import SecretGrant, Source, SourceItem, SyncRun
 from sources.origins import origin_of, origin_text
+from sources.places import cairn_place_overlapping
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,11 @@ def _local_path_check(location: str, *, operator: bool, what: str) -> None:
         raise CairnError(
             "location", f"a {what} is given by its real path, without symlinks: {resolved}", status_code=FORBIDDEN
         )
+    if place := cairn_place_overlapping(path):
+        raise CairnError(
+            "location", f"a {what} may neither lie in nor hold Cairn's own files ({place}: originals, copies, data)",
+            status_code=FORBIDDEN,
+        )  # fmt: skip
     if operator:
         return
     roots = settings.CAIRN_SOURCES_FOLDER_ROOTS

@@ -22,6 +22,7 @@ from types import SimpleNamespace
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.management import call_command
 
 from common.exceptions import CairnError
 from corpus.models import Chunk, Document
@@ -208,6 +209,46 @@ def test_a_hard_link_in_a_share_to_a_file_outside_is_an_item_that_fails_naming_i
     assert not secret_read()
 
 
+def test_a_folder_source_reads_none_of_cairn_s_own_files_whatever_the_roots_hold(
+    places, bob, hr, finance, tmp_path, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The originals Cairn keeps (every collection's) lay under the curators' root: bob's folder source
+    at them, or at a folder holding them, read hr's. Refused when saved and again at every sync; and
+    `manage.py check` names a root drawn so."""
+    from django.core.management.base import SystemCheckError
+    from django_q.conf import Conf
+
+    from sources.checks import folder_roots_check
+
+    monkeypatch.setattr(Conf, "SYNC", True)
+    originals = places.root / "cairn" / "originals"
+    settings.STORAGES = {**settings.STORAGES, "originals": {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                                                           "OPTIONS": {"location": str(originals)}}}  # fmt: skip
+    (tmp_path / "hr-share").mkdir()
+    (tmp_path / "hr-share" / "vault.md").write_text(SECRET)
+    hr_share = source_create(operator=True, collection=hr, name="hr-share", kind="folder",
+                             location=str(tmp_path / "hr-share"))  # fmt: skip
+    assert source_sync(source=hr_share, inline=True).added == 1
+    assert any(path.suffix == ".md" for path in originals.rglob("*"))  # hr's original, kept there
+    api = client_for(bob)
+    for location in (originals, places.root / "cairn", places.root):
+        body = {"name": "kept", "kind": "folder", "location": str(location), "collection": "finance"}
+        refused = api.post("/api/v1/sources", body, format="json")
+        assert refused.status_code == 403 and "Cairn's own files" in refused.json()["location"][0], refused.json()
+    assert api.post("/api/v1/sources", {**body, "location": str(places.share)}, format="json").status_code == 201
+    Source.objects.filter(name="kept").update(location=str(places.root))  # changed by another road
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post("/api/v1/sources/kept/sync").status_code == 202
+    run = Source.objects.get(name="kept").runs.get()
+    assert run.status == "failed" and "none of Cairn's own files" in run.error, run.error
+    assert not Chunk.objects.filter(document__collection=finance, text__icontains="vault combination").exists()
+    settings.CAIRN_SOURCES_FOLDER_ROOTS = [originals]
+    with pytest.raises(SystemCheckError, match=r"sources.E001.*lies in Cairn's own files"):
+        call_command("check")
+    settings.CAIRN_SOURCES_FOLDER_ROOTS = [places.root]
+    assert [issue.id for issue in folder_roots_check()] == ["sources.W001"]  # sources reaching them are refused
+
+
 # --- Local git repositories -----------------------------------------------------------------------
 
 
@@ -259,7 +300,7 @@ def test_another_source_s_copy_is_no_repository_to_read(places, bob, finance, hr
     private = git_source(tmp_path / "hr-handbook", hr, name="hr-handbook")
     assert source_sync(source=private, inline=True).added == 1
     (copy,) = copies(places)
-    with pytest.raises(CairnError, match="CAIRN_SOURCES_DIR"):
+    with pytest.raises(CairnError, match="Cairn's own files"):
         git_source(copy, finance, bob)
     repository(places.root / "handbook", {"guide.md": GUIDE})
     source = git_source(places.root / "handbook", finance, bob)

@@ -21,6 +21,7 @@ from pathlib import Path
 from django.conf import settings
 
 from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, reader_name
+from sources.places import cairn_place_overlapping
 
 # O_NOFOLLOW refuses a symlink as the last component; each path is opened one component at a time
 # from a folder opened so, hence through none. O_NONBLOCK: a pipe swapped in for a file does not
@@ -62,6 +63,8 @@ class FolderConnector:
     def _open_root(self) -> int:
         if not self.root.is_absolute() or ".." in self.root.parts:
             raise ConnectorError(f"{self.root} is not an absolute path")
+        if place := cairn_place_overlapping(self.root):
+            raise ConnectorError(f"{self.root}: a source reads none of Cairn's own files ({place})")
         top = os.open("/", _FOLDER)
         try:
             return _open_in(top, self.root.parts[1:], _FOLDER)

@@ -34,6 +34,7 @@ from django.conf import settings
 from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, host_of, reader_name, source_secret
 from sources.origins import PORTS
 from sources.outbound import checked_address
+from sources.places import cairn_place_overlapping
 
 # Transports a source may use: never `ext::` (it runs a command) or anything else unusual. Each
 # fetch allows only its source's own.
@@ -97,6 +98,8 @@ def repository_check(path: Path) -> Path:
     sources = Path(settings.CAIRN_SOURCES_DIR).resolve()
     if path == sources or sources in path.parents:
         raise ConnectorError(f"{path} lies in CAIRN_SOURCES_DIR, among the sources' own copies")
+    if place := cairn_place_overlapping(path):
+        raise ConnectorError(f"{path}: a source reads none of Cairn's own files ({place})")
     dotgit = path / ".git"
     gitdir = dotgit if os.path.lexists(dotgit) else path  # a working tree's, else a bare repository
     try:
