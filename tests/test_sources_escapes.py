@@ -375,6 +375,27 @@ def test_git_over_http_goes_to_the_address_checked_carrying_only_a_granted_secre
     assert run.status == "failed" and "not granted" in run.error and served.requests == [], run.error
 
 
+def test_git_never_looks_up_a_name_itself_where_python_and_curl_would_spell_it_apart(
+    places, bob, finance, served, settings, monkeypatch
+):
+    """The address pin is keyed by the host as Python spells it; curl looks up an international name
+    as its own punycode, so the pin went unused and curl's own lookup (a second answer, after the
+    check) was connected to. Such a host is refused before git runs; spellings curl matches (upper
+    case, a trailing dot) reach the address checked."""
+    settings.CAIRN_SOURCES_ALLOW_NETWORKS = [ipaddress.ip_network("127.0.0.0/8")]
+    resolve = socket.getaddrinfo
+    names = {"git.example.test", "git.example.test.", "bücher.example.test"}
+    monkeypatch.setattr(socket, "getaddrinfo",
+                        lambda host, *a, **k: resolve("127.0.0.1" if host in names else host, *a, **k))  # fmt: skip
+    run = source_sync(source=git_source(f"http://bücher.example.test:{served.port}/handbook.git", finance, bob),
+                      inline=True)  # fmt: skip
+    assert run.status == "failed" and "written in ASCII (punycode" in run.error, run.error
+    assert served.requests == []
+    for n, host in enumerate(["GIT.example.test", "git.example.test."]):
+        source = git_source(f"http://{host}:{served.port}/handbook.git", finance, bob, name=f"handbook-{n}")
+        assert source_sync(source=source, inline=True).status == "succeeded"
+
+
 def test_a_curator_cannot_add_an_ssh_or_git_protocol_repository(bob, finance):
     api = client_for(bob)
     for location in ("ssh://git@git.example.org/hr/handbook.git", "git@git.example.org:hr/handbook.git",

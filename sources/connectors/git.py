@@ -20,6 +20,7 @@ import contextlib
 import functools
 import ipaddress
 import os
+import re
 import resource
 import shlex
 import shutil
@@ -45,6 +46,9 @@ _PASSED = ("PATH", "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO", "GIT_SSL_C
 # drops the worker's own ~/.ssh keys, which ssh finds through the password database whatever HOME says.
 _SSH = "ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes"
 _SSH_KEYLESS = f"{_SSH} -o IdentityFile=none"
+# A host name curl looks up as it is spelled (lower case, as host_of gives it): the address pin
+# (http.curloptResolve) is keyed by this very spelling.
+_ASCII_NAME = re.compile(r"[a-z0-9._-]+")
 # Reads the git folder it is given or nothing: without --strict, one that is no repository sends
 # upload-pack on to `PATH.git`, `PATH.git/.git` (a sibling the checks never saw).
 _UPLOAD_PACK = "git upload-pack --strict"
@@ -219,6 +223,12 @@ class GitConnector:
         try:
             ipaddress.ip_address(host)
         except ValueError:  # a name: git connects to the address checked, without a lookup of its own
+            if not _ASCII_NAME.fullmatch(host):
+                # curl turns an international name into its own punycode (IDNA 2008) and looks that up:
+                # a pin for the name as Python spells it is never used, and curl's own answer is.
+                raise ConnectorError(
+                    f"{self.url}: a repository's host is written in ASCII (punycode for an international name)"
+                ) from None
             config.append(f"http.curloptResolve={host}:{port}:{f'[{address}]' if ':' in address else address}")
         if not secret:
             return config, {}
