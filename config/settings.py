@@ -448,12 +448,16 @@ CAIRN_SOURCES_CRAWL_DELAY = env_float("CAIRN_SOURCES_CRAWL_DELAY", 0.5, minimum=
 CAIRN_SOURCES_MAX_PAGES = env_int("CAIRN_SOURCES_MAX_PAGES", 10000, minimum=1)
 CAIRN_SOURCES_TIMEOUT = env_float("CAIRN_SOURCES_TIMEOUT", 30.0, minimum=0.1)
 CAIRN_SOURCES_STALE_SECONDS = env_int("CAIRN_SOURCES_STALE_SECONDS", 3600, minimum=60)
+# Most seconds one sync may take: a crawl stops listing there (incomplete: nothing retracted), and an
+# item not begun by then is left for the next sync, which takes the items left longest first. A site
+# of slow pages holds the workers this long per sync, never more (plus one request each).
+CAIRN_SOURCES_SYNC_SECONDS = env_int("CAIRN_SOURCES_SYNC_SECONDS", 4 * 3600, minimum=1)
 # What a source may point at when a curator sets it (API, admin): folders and local git repositories
 # under these roots (none: such sources are the operators' alone, `manage.py sources add`).
 # Operators, who hold the host's shell anyway, are not limited.
 CAIRN_SOURCES_FOLDER_ROOTS = [Path(p).resolve() for p in env_list("CAIRN_SOURCES_FOLDER_ROOTS", [])]
-# Secrets are granted by an operator to a collection for one host (manage.py sources grant-secret):
-# a curator names only a granted one, and it is sent only to that host.
+# Secrets are granted by an operator to a collection for one origin, scheme, host and port
+# (manage.py sources grant-secret): a curator names only a granted one, and it is sent only there.
 # Outbound fetches (sources/outbound.py): loopback, link-local, private, multicast and unspecified
 # addresses are refused unless they lie in one of these networks (an intranet: "10.20.0.0/16").
 CAIRN_SOURCES_ALLOW_NETWORKS = []

@@ -144,6 +144,9 @@ class SourceItem(models.Model):
     tries = models.PositiveSmallIntegerField(
         default=0, help_text="Times the queuing run's task began it; above one, a try never finished."
     )
+    checked_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a sync last fetched it (or tried to): the longest unchecked go first."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

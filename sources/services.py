@@ -480,7 +480,9 @@ def _plan(run: SyncRun, source: Source, listing: Listing) -> list[int]:
     """Record what the listing held: mark every listed item seen by `run`, leave unchanged ones
     alone, and mark new and changed ones queued by it. Returns the ids of the queued items."""
     items = [item for item in listing.items if _wanted(source, item.key)]
-    existing = {row.key: row for row in SourceItem.objects.filter(source=source).only("id", "key", "version")}
+    existing = {
+        row.key: row for row in SourceItem.objects.filter(source=source).only("id", "key", "version", "checked_at")
+    }
     if listing.complete and not items and any(row.version for row in existing.values()):
         raise ConnectorError(
             f"the listing is empty where {len(existing)} items were: nothing is retracted on an empty listing "
@@ -510,13 +512,23 @@ def _plan(run: SyncRun, source: Source, listing: Listing) -> list[int]:
         )
         for start in range(0, len(unchanged), 5000):
             SourceItem.objects.filter(id__in=unchanged[start : start + 5000]).update(seen_run=run)
-        queued = [row.pk for row in [*changed, *created]]
+        # The items left unchecked longest go first (new ones before all): a sync that runs out of
+        # time (CAIRN_SOURCES_SYNC_SECONDS) leaves the recently checked, and the next begins with the rest.
+        queued = [row.pk for row in sorted([*created, *changed], key=_unchecked_first)]
         SyncRun.objects.filter(pk=run.pk).update(
             listed=len(items), unchanged=len(unchanged), restricted=len(restricted), queued=len(queued),
             complete=listing.complete, error="; ".join(listing.problems)[:5000], errors=restricted,
             heartbeat_at=timezone.now(),
         )  # fmt: skip
     return queued
+
+
+def _unchecked_first(row: SourceItem) -> tuple:
+    return (row.checked_at is not None, row.checked_at or timezone.now())
+
+
+def _out_of_time(run: SyncRun) -> bool:
+    return timezone.now() - run.started_at > timedelta(seconds=settings.CAIRN_SOURCES_SYNC_SECONDS)
 
 
 @contextmanager
@@ -542,12 +554,23 @@ def source_item_sync(*, run_id: int, item_id: int, connector=None) -> str:
         if not held:
             return "busy"
         item = (
-            SourceItem.objects.select_related("source__collection", "document")
+            SourceItem.objects.select_related("source__collection", "document", "queued_run")
             .filter(id=item_id, queued_run_id=run_id)
             .first()
         )
         if item is None:
             return "done"
+        if _out_of_time(item.queued_run):  # not fetched: the next sync begins with it
+            outcome = _Outcome(
+                "failed",
+                keep=False,
+                checked=False,
+                note=f"{item.key}: left for the next sync, "
+                f"this one ran past CAIRN_SOURCES_SYNC_SECONDS ({settings.CAIRN_SOURCES_SYNC_SECONDS} s)",
+            )
+            _item_finish(item, run_id, outcome)
+            _run_close_if_done(run_id)
+            return outcome.outcome
         # Counted before the work, outside any transaction: a try that a worker's timeout or a
         # crash cut short is not made again by the broker's redelivery, so one hostile item holds
         # a worker once, never max_attempts times. It is tried again at the next sync.
@@ -570,8 +593,9 @@ def source_item_sync(*, run_id: int, item_id: int, connector=None) -> str:
 
 
 class _Outcome:
-    def __init__(self, outcome: str, *, chunks=0, note="", keep=True, sha="", document=None, state=None):
-        self.outcome, self.chunks, self.note, self.keep = outcome, chunks, note, keep
+    def __init__(self, outcome: str, *, chunks=0, note="", keep=True, checked=True, sha="", document=None,
+                 state=None):  # fmt: skip
+        self.outcome, self.chunks, self.note, self.keep, self.checked = outcome, chunks, note, keep, checked
         self.sha, self.document, self.state = sha, document, state or {}
 
 
@@ -647,6 +671,8 @@ _COUNTER = {"added": "added", "updated": "updated", "moved": "moved", "unchanged
 def _item_finish(item: SourceItem, run_id: int, outcome: _Outcome) -> None:
     """Keep what was ingested on the item and count it on the run, together."""
     fields: dict = {"queued_run": None, "fetched": None, "tries": 0}
+    if outcome.checked:
+        fields["checked_at"] = timezone.now()
     if outcome.keep:
         state = {"etag": item.etag, "last_modified": item.last_modified, **item.state, **item.listed_state,
                  **outcome.state}  # fmt: skip

@@ -115,9 +115,13 @@ class WebsiteConnector:
     def _crawl(self, known: dict[str, Known]) -> Listing:
         items, problems = [], []
         queue, seen = [self.start], {self.start}
+        deadline = time.monotonic() + settings.CAIRN_SOURCES_SYNC_SECONDS
         while queue:
             if len(items) >= settings.CAIRN_SOURCES_MAX_PAGES:
                 problems.append(f"stopped at CAIRN_SOURCES_MAX_PAGES ({settings.CAIRN_SOURCES_MAX_PAGES}) pages")
+                break
+            if time.monotonic() > deadline:  # a site of slow pages: incomplete, so nothing is retracted
+                problems.append(f"stopped at CAIRN_SOURCES_SYNC_SECONDS ({settings.CAIRN_SOURCES_SYNC_SECONDS} s)")
                 break
             url = queue.pop(0)
             try:
