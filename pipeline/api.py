@@ -104,7 +104,10 @@ class AnswerSerializer(serializers.ModelSerializer):
         source="conversation.conversation_id", allow_null=True, default=None,
         help_text="The conversation it was asked in: send it with the next question to follow on from it.",
     )  # fmt: skip
-    answer = serializers.CharField(source="text")
+    answer = serializers.CharField(
+        source="shown_text", help_text="Withheld, with its sentences and warnings, once its asker can no longer "
+        "read a collection it drew on; the evidence and citations they may still read are shown.",
+    )  # fmt: skip
     found = serializers.BooleanField(help_text="True for the answered outcome only (as before `outcome` existed).")
     outcome = serializers.ChoiceField(
         choices=Answer.Outcome.choices,
@@ -119,7 +122,7 @@ class AnswerSerializer(serializers.ModelSerializer):
         "recorded before Cairn measured it).",
     )
     citations = CitationSerializer(many=True, source="citations_placed")
-    evidence = EvidenceSerializer(many=True)
+    evidence = EvidenceSerializer(many=True, source="evidence_shown")
     external = serializers.DictField(help_text="provider, query, results (count), error; empty when none ran.")
     notes = serializers.ListField(child=serializers.CharField())
     warnings = serializers.ListField(
@@ -148,7 +151,15 @@ class AnswerSerializer(serializers.ModelSerializer):
     @extend_schema_field(MarkSerializer(allow_null=True))
     def get_mark(self, answer) -> dict | None:
         mark = Mark.objects.filter(response_id=answer.response_id).first()
-        return None if mark is None else MarkSerializer(mark).data
+        if mark is None or mark.evidence_n in answer.withheld_evidence:
+            return None
+        return MarkSerializer(mark).data
+
+    def to_representation(self, answer):
+        data = super().to_representation(answer)
+        if answer.withheld:  # what it said came from a collection its reader can no longer read
+            data.update(sentences=[], warnings=[])
+        return data
 
 
 EVENTS = """With `stream: true` or `Accept: text/event-stream`: server-sent events, each `event: NAME` and one
@@ -309,7 +320,7 @@ class AnswerMarkApi(APIView):
 
 
 class TurnSerializer(serializers.ModelSerializer):
-    answer = serializers.CharField(source="text")
+    answer = serializers.CharField(source="shown_text")
 
     class Meta:
         model = Answer

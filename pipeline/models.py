@@ -100,12 +100,30 @@ class Answer(models.Model):
     def __str__(self) -> str:
         return f"{self.response_id}: {self.question[:60]}"
 
+    # What a reader is shown of an answer that drew on a collection they can no longer read: set by
+    # pipeline.selectors for that reader (`withheld` as an annotation, `withheld_evidence` numbers).
+    WITHHELD = "Withheld: this answer drew on a collection you can no longer read."
+    withheld = False
+    withheld_evidence: frozenset[int] = frozenset()
+
+    @property
+    def shown_text(self) -> str:
+        return self.WITHHELD if self.withheld else self.text
+
+    @property
+    def evidence_shown(self) -> list["Evidence"]:
+        return [evidence for evidence in self.evidence.all() if evidence.n not in self.withheld_evidence]
+
     @property
     def citations_placed(self) -> list[dict]:
         """The citations, each with where its passage sits in the original and the way to it there
         (corpus.originals.place): from the evidence it cites, whose chunk a re-ingest may have gone."""
         chunks = {evidence.n: evidence.chunk for evidence in self.evidence.all()}
-        return [{**citation, **place(chunks.get(citation["n"]))} for citation in self.citations]
+        return [
+            {**citation, **place(chunks.get(citation["n"]))}
+            for citation in self.citations
+            if citation["n"] not in self.withheld_evidence
+        ]
 
 
 class Evidence(models.Model):

@@ -248,3 +248,35 @@ def test_ready_says_what_it_waits_for_until_the_models_are_loaded(client, monkey
     response = client.get("/api/v1/ready")
     assert response.status_code == 503
     assert response.json() == {"ready": False, "waiting_for": ["embedder", "verifiers"]}
+
+
+def test_a_reader_removed_from_a_collection_keeps_their_questions_and_no_longer_reads_its_text(alice, finance):
+    """alice asked in finance, then left the finance group: her old answer, its conversation and her
+    history used to show finance's passages and the answer drawn from them."""
+    from django.contrib.auth.models import Group
+    from django.test import Client
+
+    api = client_for(alice)
+    asked = api.post("/api/v1/query", {"question": "How much per diem may employees claim for overnight travel?",
+                                       "mode": "fast"}, format="json").json()  # fmt: skip
+    assert "85 euros" in asked["answer"] and asked["citations"]
+    kept = [e["n"] for e in asked["evidence"] if e["collection"] != "Finance"]  # the public demo's
+    assert kept and len(kept) < len(asked["evidence"])
+    alice.groups.remove(Group.objects.get(name="finance"))
+    answer = api.get(f"/api/v1/answers/{asked['response_id']}")
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["question"] == asked["question"] and "85 euros" not in answer.content.decode()
+    assert body["answer"].startswith("Withheld") and body["citations"] == []
+    assert [e["n"] for e in body["evidence"]] == kept  # what she may still read
+    conversation = api.get(f"/api/v1/conversations/{asked['conversation_id']}")
+    assert conversation.status_code == 200 and "85 euros" not in conversation.content.decode()
+    assert conversation.json()["turns"][0]["answer"].startswith("Withheld")
+    web = Client()
+    web.force_login(alice)
+    history = web.get("/history").content.decode()
+    assert asked["question"] in history and "85 euros" not in history
+    assert "None of your questions" in web.get("/history", {"q": "85 euros"}).content.decode()  # no oracle either
+    # Back in the group: nothing was lost.
+    alice.groups.add(Group.objects.get(name="finance"))
+    assert api.get(f"/api/v1/answers/{asked['response_id']}").json()["answer"] == asked["answer"]

@@ -11,7 +11,7 @@ from django.test import Client
 
 from corpus.models import AuditEvent, Collection, Document, Upload
 from corpus.services import collection_get_or_create, curators_group_ensure, documents_ingest
-from pipeline.models import Answer, Evidence
+from pipeline.models import Answer, Conversation, Evidence
 from readers.extract import ExtractedDocument
 from tests.conftest import SALARY, client_for
 from tests.mcp_client import mcp_tool
@@ -293,6 +293,13 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
                                                                  "salary bands review.", "hr/bonus.md",
                                                                  "text/markdown")])  # fmt: skip
     web, api = admin_client(user), client_for(user)
+    # An answer from hr the persona asked, as if they had read hr then: only its readers read it now.
+    conversation = Conversation.objects.create(user=user, title="When are they reviewed?")
+    theirs = Answer.objects.create(user=user, conversation=conversation, question="When are they reviewed?",
+                                   text=f"{SALARY} [1]", citations=[{"n": 1, "chunk_id": chunk.id, "origin": "corpus",
+                                                                     "strips": [SALARY]}])  # fmt: skip
+    Evidence.objects.create(answer=theirs, n=1, chunk=chunk, text=SALARY, cited=True)
+    theirs.collections.set([hr])
 
     def shown(response) -> bool:
         return response.status_code == 200 and marker in response.content.decode()
@@ -343,6 +350,11 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
         "api chunk": api.get(f"/api/v1/chunks/{chunk.id}").status_code == 200,
         "api answer": api.get(f"/api/v1/answers/{answer.response_id}").status_code == 200,
         "api answer, evidence chunks replaced": shown(api.get(f"/api/v1/answers/{asked['response_id']}")),
+        "api answer the persona asked": shown(api.get(f"/api/v1/answers/{theirs.response_id}")),
+        "api conversation the persona had": shown(api.get(f"/api/v1/conversations/{conversation.conversation_id}")),
+        "history page": "compensation committee" in web.get("/history").content.decode(),  # not the questions
+        "history search of an answer's text": str(theirs.response_id)
+        in web.get("/history", {"q": "every March"}).content.decode(),  # fmt: skip
         "admin sibling answers": shown(web.get(f"/admin/writeback/writeback/{public_writeback.id}/change/")),
         "api write-backs": shown(api.get("/api/v1/writebacks")),
         "api query": query.status_code == 200 and any(marker in e["text"] for e in query.json()["evidence"]),
