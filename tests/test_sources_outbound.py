@@ -364,6 +364,14 @@ def test_a_name_whose_address_changes_between_lookups_is_checked_at_every_connec
 # --- Credentials ----------------------------------------------------------------------------------
 
 
+FERRIES_PAGE = {
+    "id": "1",
+    "title": "Ferries",
+    "version": {"number": 1},
+    "body": {"storage": {"value": f"<p>{TEXT}</p>"}},
+}
+
+
 def test_a_granted_credential_goes_to_its_host_alone(loopback, outbound_settings, monkeypatch):
     outbound_settings.CAIRN_SOURCES_ALLOW_NETWORKS = [ip_network("127.0.0.0/8")]
     monkeypatch.setenv("CAIRN_SOURCE_WIKI_TOKEN", "pat-secret-1")
@@ -372,8 +380,9 @@ def test_a_granted_credential_goes_to_its_host_alone(loopback, outbound_settings
 
     def confluence(method, path, query, body):
         if path == "/wiki/rest/api/content":
-            return 200, {"results": [{"id": "1", "title": "Ferries", "version": {"number": 1},
-                                      "body": {"storage": {"value": f"<p>{TEXT}</p>"}}}], "_links": {}}  # fmt: skip
+            return 200, {"results": [FERRIES_PAGE], "_links": {}}
+        if path == "/wiki/rest/api/content/1":
+            return 200, FERRIES_PAGE
         if path == "/wiki/rest/api/content/1/child/attachment":
             results = [{"id": f"9{n}", "title": f"{name}.txt", "version": {"number": 1},
                         "_links": {"download": f"/download/attachments/1/{name}.txt"}}
@@ -426,8 +435,9 @@ def test_a_grant_is_for_one_scheme_and_port_so_a_changed_source_never_sends_it_i
 
     def confluence(method, path, query, body):
         if path == "/wiki/rest/api/content":
-            return 200, {"results": [{"id": "1", "title": "Ferries", "version": {"number": 1},
-                                      "body": {"storage": {"value": f"<p>{TEXT}</p>"}}}], "_links": {}}  # fmt: skip
+            return 200, {"results": [FERRIES_PAGE], "_links": {}}
+        if path == "/wiki/rest/api/content/1":
+            return 200, FERRIES_PAGE
         if path == "/wiki/rest/api/content/1/child/attachment":
             return 200, {"results": [{"id": "91", "title": "times.txt", "version": {"number": 1},
                                       "_links": {"download": "/download/attachments/1/times.txt"}}], "_links": {}}  # fmt: skip

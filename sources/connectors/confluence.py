@@ -1,6 +1,7 @@
 """A Confluence space, Cloud or Data Center, through its REST API: the space's pages with their
-version numbers, storage-format bodies (read as HTML) and read restrictions, and each page's
-attachments (read by the format readers). The location is the space's URL
+version numbers and read restrictions, each changed page's storage-format body (read as HTML,
+fetched by its item, so a listing holds no bodies), and each page's attachments (read by the
+format readers). The location is the space's URL
 (https://example.atlassian.net/wiki/spaces/ENG, https://wiki.example.com/display/ENG).
 
 A page with read restrictions, its own or an ancestor's, is readable by only some people; Cairn
@@ -20,7 +21,10 @@ from sources.origins import origin_of
 from sources.outbound import OutboundClient, Reply
 
 PAGE_SIZE = 50
-EXPAND = "version,body.storage,ancestors,restrictions.read.restrictions.user,restrictions.read.restrictions.group"
+# The listing reads no page's body: a space's bodies held at once grow a worker's memory with the
+# space, and an unchanged page's body is never needed. A changed page's item fetches its own.
+RESTRICTIONS = "restrictions.read.restrictions.user,restrictions.read.restrictions.group"
+EXPAND = f"version,ancestors,{RESTRICTIONS}"
 _SPACE = re.compile(r"^(?P<base>.*?)/(?:spaces|display)/(?P<space>[^/?#]+)")
 
 
@@ -86,12 +90,10 @@ class ConfluenceConnector:
         for page in pages:
             hidden = page["id"] in restricted or any(a.get("id") in restricted for a in page.get("ancestors", []))
             webui = (page.get("_links") or {}).get("webui", f"/pages/viewpage.action?pageId={page['id']}")
-            title = page.get("title", "")
-            body = (page.get("body") or {}).get("storage", {}).get("value", "")
-            document = f"<html><head><title>{html.escape(title)}</title></head><body><h1>{html.escape(title)}</h1>{body}</body></html>"
             items.append(Item(
                 key=f"page:{page['id']}", version=str(page["version"]["number"]), name=f"{page['id']}.html",
-                uri=f"{self.base}{webui}", title=title, data=None if hidden else document.encode(), restricted=hidden,
+                uri=f"{self.base}{webui}", title=page.get("title", ""), restricted=hidden,
+                state={"page": page["id"]},
             ))  # fmt: skip
             if hidden:
                 continue
@@ -107,7 +109,23 @@ class ConfluenceConnector:
         return Listing(items=items, complete=True)
 
     def fetch(self, item: Item, known: Known | None) -> Fetched:
+        if page_id := item.state.get("page"):
+            return Fetched(self._page(page_id))
         download = item.state.get("download")
         if not download:
             raise ConnectorError(f"{item.key}: no download link")
         return Fetched(self._get(f"{self.base}{download}").content)
+
+    def _page(self, page_id: str) -> bytes:
+        """The page as an HTML document (its title over its storage-format body). One restricted since
+        the listing is not read (its ancestors' restrictions are the next listing's to see)."""
+        url = f"{self.base}/rest/api/content/{page_id}"
+        try:
+            page = json.loads(self._get(url, expand=f"version,body.storage,{RESTRICTIONS}").content)
+        except ValueError as exc:
+            raise ConnectorError(f"{url}: the reply is not JSON") from exc
+        if _restricted(page):
+            raise ConnectorError(f"page:{page_id}: restricted since it was listed, so not indexed")
+        title = html.escape(page.get("title", ""))
+        body = (page.get("body") or {}).get("storage", {}).get("value", "")
+        return f"<html><head><title>{title}</title></head><body><h1>{title}</h1>{body}</body></html>".encode()
