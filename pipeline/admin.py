@@ -56,6 +56,11 @@ class AnswerAdmin(CuratedAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
+    def has_delete_permission(self, request, obj=None):
+        # An answer is its asker's to delete (DELETE /api/v1/conversations/{id}, audited), with what
+        # rests on it: the admin's delete left no audit row and took a reader's record from under them.
+        return False
+
 
 from pipeline import evaluation_admin  # noqa: E402,F401 - registers EvaluationRun
 

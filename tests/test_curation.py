@@ -400,6 +400,8 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
         and Document.objects.filter(title="Renamed").exists(),
         "admin answer edit": web.post(f"/admin/pipeline/answer/{answer.id}/change/", {"question": "Renamed?"})
         and Answer.objects.filter(question="Renamed?").exists(),
+        "admin answer delete": web.post(f"/admin/pipeline/answer/{answer.id}/delete/", {"post": "yes"})
+        and not Answer.objects.filter(id=answer.id).exists(),
         **hidden_misses,
         # Last: the handbook's lesson puts hr's words in a public collection.
         "a handbook lesson over hr's passage": lesson_over_hr(web, handbook, [alice, charlie, bob], root),
