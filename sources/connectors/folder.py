@@ -15,38 +15,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Sequence
 from pathlib import Path
 
 from django.conf import settings
 
 from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, reader_name
+from sources.connectors.nofollow import FILE, FOLDER, open_in
 from sources.places import cairn_place_overlapping
-
-# O_NOFOLLOW refuses a symlink as the last component; each path is opened one component at a time
-# from a folder opened so, hence through none. O_NONBLOCK: a pipe swapped in for a file does not
-# hang the read (it is refused, not being a regular file).
-_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
-
-
-def _open_in(start: int, names: Sequence[str], flags: int, *, device: int | None = None) -> int:
-    """Open the path `names` below the open folder `start`, one component at a time (the last with
-    `flags`), never through a symlink and, given `device`, never onto another filesystem. `start`
-    stays open; the caller closes what is returned."""
-    if not names:
-        return os.dup(start)
-    opened: list[int] = []
-    try:
-        for n, name in enumerate(names):
-            parent = opened[-1] if opened else start
-            opened.append(os.open(name, flags if n == len(names) - 1 else _FOLDER, dir_fd=parent))
-            if device is not None and os.fstat(opened[-1]).st_dev != device:
-                raise OSError(errno.EXDEV, "on another filesystem than the folder (a mount point)")
-        return opened.pop()
-    finally:
-        for fd in opened:
-            os.close(fd)
 
 
 def _why(what: str | Path, exc: OSError) -> str:
@@ -65,9 +40,9 @@ class FolderConnector:
             raise ConnectorError(f"{self.root} is not an absolute path")
         if place := cairn_place_overlapping(self.root):
             raise ConnectorError(f"{self.root}: a source reads none of Cairn's own files ({place})")
-        top = os.open("/", _FOLDER)
+        top = os.open("/", FOLDER)
         try:
-            return _open_in(top, self.root.parts[1:], _FOLDER)
+            return open_in(top, self.root.parts[1:], FOLDER)
         except OSError as exc:
             if any(Path(*self.root.parts[: n + 1]).is_symlink() for n in range(len(self.root.parts))):
                 raise ConnectorError(
@@ -114,7 +89,7 @@ class FolderConnector:
                                   uri=str(self.root / key)))  # fmt: skip
         for name in subfolders:
             try:
-                child = _open_in(folder, [name], _FOLDER, device=device)
+                child = open_in(folder, [name], FOLDER, device=device)
             except OSError as exc:
                 problems.append(_why(prefix + name, exc))
                 continue
@@ -131,7 +106,7 @@ class FolderConnector:
             raise ConnectorError(f"{item.key}: not a path inside the folder")
         root = self._open_root()
         try:
-            fd = _open_in(root, names, _FILE, device=os.fstat(root).st_dev)
+            fd = open_in(root, names, FILE, device=os.fstat(root).st_dev)
         except OSError as exc:
             raise ConnectorError(_why(item.key, exc)) from exc
         finally:
