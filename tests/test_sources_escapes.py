@@ -1,10 +1,10 @@
 """Sources read only what they were given: written as the attacks a security review confirmed. A
 folder source followed symlinks out of its share (a file, a subfolder, the share itself swapped
 after the source was saved) and read files of any size; a local git source followed alternates
-and symlinks into other repositories and into other sources' copies; git ran with the worker's
-environment and home (its ~/.gitconfig, its keys), reached loopback, sent no granted secret, and
-left a removed source's copy to the next source of its name. Real files in tmp_path, the git
-binary, http.server on loopback."""
+and symlinks into other repositories and into other sources' copies (even ones swapped in between
+the check and git's read); git ran with the worker's environment and home (its ~/.gitconfig, its
+keys), reached loopback, sent no granted secret, and left a removed source's copy to the next
+source of its name. Real files in tmp_path, the git binary, http.server on loopback."""
 
 from __future__ import annotations
 
@@ -22,11 +22,12 @@ from types import SimpleNamespace
 
 import pytest
 from django.conf import settings as django_settings
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from common.exceptions import CairnError
 from corpus.models import Chunk, Document
 from sources.connectors import connector_for
+from sources.connectors import git as git_connector
 from sources.connectors.base import ConnectorError
 from sources.models import SecretGrant, Source
 from sources.services import source_create, source_delete, source_sync
@@ -61,7 +62,8 @@ def repository(path: Path, files: dict[str, str]) -> str:
 
 
 def bare(work: Path, at: Path) -> Path:
-    git("clone", "--quiet", "--bare", str(work), str(at), cwd=work.parent)
+    # --no-hardlinks: a local clone links its objects to the original's, and a hard link is refused
+    git("clone", "--quiet", "--bare", "--no-hardlinks", str(work), str(at), cwd=work.parent)
     return at
 
 
@@ -261,6 +263,10 @@ def copies(places) -> list[Path]:
     return sorted(places.cache.iterdir()) if places.cache.exists() else []
 
 
+def snapshots_left(places) -> list[Path]:
+    return list((places.cache.parent / "snapshots").glob("*"))
+
+
 def test_a_repository_that_borrows_another_s_objects_through_alternates_is_refused(places, bob, finance, tmp_path):
     outside = repository(places.outside / "repo", {"secret.md": SECRET})
     repository(tmp_path / "work", {"guide.md": GUIDE})
@@ -292,6 +298,53 @@ def test_a_repository_with_a_symlink_in_it_is_refused(places, bob, finance, tmp_
     run = source_sync(source=source, inline=True)
     assert run.status == "failed" and f"{handbook / link} is a symlink" in run.error, run.error
     assert not secret_read() and not copies(places)
+
+
+@pytest.mark.parametrize("swap", ["objects/info/alternates", "objects"])
+def test_a_repository_changed_between_its_check_and_git_s_read_is_refused(
+    places, bob, finance, hr, tmp_path, monkeypatch, swap
+):
+    """bob may write in the repository he gave. Right after the check before a fetch passes, he swaps
+    in alternates (or a symlinked `objects`) leading to hr's repository, and a branch naming its
+    commit: git read hr's objects, which the check had never seen. git now reads a snapshot, checked
+    as it is copied."""
+    secret = repository(tmp_path / "hr-handbook", {"secret.md": SECRET})
+    git_source(tmp_path / "hr-handbook", hr, name="hr-handbook")  # the operator's, read into hr
+    repository(tmp_path / "work", {"guide.md": GUIDE})
+    handbook = bare(tmp_path / "work", places.root / "handbook.git")
+    git_source(handbook, finance, bob)
+    checked, private = git_connector.repository_check, tmp_path / "hr-handbook" / ".git" / "objects"
+
+    def changed_once_checked(path: Path) -> Path:
+        gitdir = checked(path)
+        if swap == "objects":
+            shutil.rmtree(gitdir / "objects")
+            (gitdir / "objects").symlink_to(private, target_is_directory=True)
+        else:
+            (gitdir / "objects" / "info" / "alternates").write_text(f"{private}\n")
+        (gitdir / "refs" / "heads" / "main").write_text(f"{secret}\n")
+        return gitdir
+
+    monkeypatch.setattr(git_connector, "repository_check", changed_once_checked)
+    with pytest.raises(CommandError, match=f"refused: {handbook / swap} (is a symlink|would lead git)"):
+        call_command("sync", "handbook", verbosity=0)
+    assert not secret_read() and not any(holds(copy, secret) for copy in copies(places))
+    assert snapshots_left(places) == []
+
+
+def test_a_repository_with_a_hard_linked_file_is_refused_naming_the_fix(places, bob, finance, tmp_path):
+    """A file's second name may lie outside the repository (another collection's object, linked in),
+    and nothing in the file says so. A local clone links its objects to the original's, hence the fix."""
+    repository(tmp_path / "work", {"guide.md": GUIDE})
+    handbook = places.root / "handbook.git"
+    git("clone", "--quiet", "--bare", str(tmp_path / "work"), str(handbook), cwd=tmp_path)  # hard links
+    source = git_source(handbook, finance, bob)
+    with pytest.raises(CommandError, match=r"objects/.* is a hard link .*`git repack -a -d`.*--no-hardlinks"):
+        call_command("sync", "handbook", verbosity=0)
+    assert snapshots_left(places) == []
+    git("repack", "-a", "-d", "-q", cwd=handbook)
+    call_command("sync", "handbook", verbosity=0)
+    assert source.runs.get(status="succeeded").added == 1 and snapshots_left(places) == []
 
 
 def test_another_source_s_copy_is_no_repository_to_read(places, bob, finance, hr, tmp_path, settings):
@@ -435,16 +488,26 @@ def test_a_repository_over_the_size_limit_fails_and_its_copy_is_removed(places, 
     assert copies(places) == [] and run.added == 0
 
 
-def test_a_fetch_is_stopped_at_the_size_limit_while_it_runs_not_after(places, bob, finance, settings):
+def test_a_fetch_is_stopped_at_the_size_limit_while_it_runs_not_after(places, bob, finance, settings, tmp_path):
     """The limit was checked only once the fetch had written the whole repository: a huge one filled
-    the disk first. git now runs with no file allowed past the room the copy has left (one pack)."""
+    the disk first. git now runs with no file allowed past the room the copy has left (one pack). A
+    local repository is stopped sooner, while its snapshot is taken."""
     settings.CAIRN_SOURCES_GIT_MAX_BYTES = 256 * 1024
+    settings.CAIRN_SOURCES_ALLOW_NETWORKS = [ipaddress.ip_network("127.0.0.0/8")]
     repository(places.root / "handbook", {"guide.md": GUIDE})
     (places.root / "handbook" / "noise.md").write_bytes(os.urandom(4 * 1024 * 1024))  # incompressible
     git("add", ".", cwd=places.root / "handbook")
     git("commit", "--quiet", "-m", "noise", cwd=places.root / "handbook")
-    run = source_sync(source=git_source(places.root / "handbook", finance, bob), inline=True)
+    served = Served(bare(places.root / "handbook", tmp_path / "served" / "handbook.git"))
+    try:
+        location = f"http://127.0.0.1:{served.port}/handbook.git"
+        run = source_sync(source=git_source(location, finance, bob, name="served"), inline=True)
+    finally:
+        served.close()
     assert run.status == "failed" and "stopped at CAIRN_SOURCES_GIT_MAX_BYTES (262144 bytes) while it ran" in run.error
+    assert copies(places) == [] and run.added == 0
+    run = source_sync(source=git_source(places.root / "handbook", finance, bob), inline=True)
+    assert run.status == "failed" and "holds more than CAIRN_SOURCES_GIT_MAX_BYTES (262144 bytes)" in run.error
     assert copies(places) == [] and run.added == 0
 
 

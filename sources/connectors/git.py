@@ -9,14 +9,16 @@ so no ~/.gitconfig or ~/.netrc; no system or global config; no SSH agent, no cre
 SSH key but the source's granted one), redirects off and only the source's own transport allowed.
 Before each fetch the host's address passes the outbound rule (sources/outbound.py); over http(s)
 git connects to the very address checked (an ssh or git:// connection cannot be pinned). A local
-repository is checked before each fetch, since what it holds can change after it was saved: see
-repository_check. After each fetch, a copy above CAIRN_SOURCES_GIT_MAX_BYTES is removed and the
-sync fails; a blob above CAIRN_SOURCES_MAX_BYTES is an item that fails."""
+repository is checked before each fetch, since what it holds can change after it was saved (see
+repository_check), and git reads a private snapshot of it, since it can change after the check too
+(see repository_snapshot). After each fetch, a copy above CAIRN_SOURCES_GIT_MAX_BYTES is removed and
+the sync fails; a blob above CAIRN_SOURCES_MAX_BYTES is an item that fails."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import functools
 import ipaddress
 import os
@@ -25,6 +27,7 @@ import resource
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -33,6 +36,7 @@ from urllib.parse import unquote, urlsplit
 from django.conf import settings
 
 from sources.connectors.base import ConnectorError, Fetched, Item, Known, Listing, host_of, reader_name, source_secret
+from sources.connectors.nofollow import FILE, FOLDER, open_in
 from sources.origins import PORTS
 from sources.outbound import checked_address
 from sources.places import cairn_place_overlapping
@@ -54,6 +58,9 @@ _ASCII_NAME = re.compile(r"[a-z0-9._-]+")
 _UPLOAD_PACK = "git upload-pack --strict"
 # What would make git read a local repository's refs or objects from elsewhere.
 _LEADS_ELSEWHERE = ("commondir", "gitdir", "objects/info/alternates", "objects/info/http-alternates")
+# A snapshot nests no deeper than this (a git folder comes nowhere near): the copy holds a descriptor a level.
+_DEEPEST = 32
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def cache_of(source) -> Path:
@@ -78,6 +85,11 @@ def local_path(location: str) -> Path | None:
     return Path(location) if location.startswith("/") else None
 
 
+def snapshot_of(source) -> Path:
+    """Where git reads `source`'s local repository from during a fetch (repository_snapshot)."""
+    return Path(settings.CAIRN_SOURCES_DIR) / "snapshots" / str(source.pk)
+
+
 def _symlink_in(folder: str) -> str | None:
     with os.scandir(folder) as entries:
         for entry in entries:
@@ -93,7 +105,7 @@ def repository_check(path: Path) -> Path:
     is to read, exactly that (upload-pack --strict: no second guess at `path.git` or the like). Raise
     ConnectorError unless git, reading it, reads nothing but it:
     `path` is its own real path (no symlink on the way, so a repository that lay under
-    CAIRN_SOURCES_FOLDER_ROOTS when saved still does), it lies outside CAIRN_SOURCES_DIR (the
+    CAIRN_SOURCESFOLDER_ROOTS when saved still does), it lies outside CAIRN_SOURCES_DIR (the
     sources' own copies), its git folder is a folder (not a .git file or a symlink) holding no
     symlink at all (refs, packed-refs, HEAD, objects) and nothing that leads elsewhere (alternates,
     http-alternates, commondir, gitdir)."""
@@ -109,7 +121,7 @@ def repository_check(path: Path) -> Path:
     try:
         if gitdir == dotgit and (dotgit.is_symlink() or not dotgit.is_dir()):
             raise ConnectorError(f"{dotgit} is not a folder: a .git file or symlink would lead git elsewhere")
-        if not all(((gitdir / "HEAD").is_file(), (gitdir / "objects").is_dir(), (gitdir / "refs").is_dir())):
+        if not _shaped(gitdir):
             raise ConnectorError(f"{path} is not a git repository")
         if found := _symlink_in(str(gitdir)):
             raise ConnectorError(f"{found} is a symlink, which would lead git outside the repository")
@@ -119,6 +131,108 @@ def repository_check(path: Path) -> Path:
         if os.path.lexists(gitdir / name):
             raise ConnectorError(f"{gitdir / name} would lead git to refs or objects outside the repository")
     return gitdir
+
+
+def _shaped(gitdir: Path) -> bool:
+    return (gitdir / "HEAD").is_file() and (gitdir / "objects").is_dir() and (gitdir / "refs").is_dir()
+
+
+def repository_snapshot(gitdir: Path, into: Path) -> None:
+    """Copy the git folder `gitdir` (as repository_check returned it) into `into`, made afresh for
+    this process alone (0700); the caller removes it. repository_check looked at `gitdir`, but its
+    owner may change it before git reads it (swap in alternates or a symlinked `objects`): git reads
+    the copy instead, checked as it is made, each file read once through a descriptor opened without
+    following a symlink. Raise ConnectorError, naming the path, at a symlink, anything but regular
+    files and folders on `gitdir`'s filesystem, a file with more than one name, anything of
+    _LEADS_ELSEWHERE, or past CAIRN_SOURCES_GIT_MAX_BYTES in all."""
+    shutil.rmtree(into, ignore_errors=True)  # left by a sync cut short
+    into.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.mkdir(into, 0o700)
+    top = os.open("/", FOLDER)
+    try:
+        source = open_in(top, gitdir.parts[1:], FOLDER)
+    except OSError as exc:
+        raise ConnectorError(f"cannot read {gitdir}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(top)
+    try:
+        target = os.open(into, FOLDER)
+        try:
+            _Copy(gitdir, os.fstat(source).st_dev).folder(source, target, ())
+        finally:
+            os.close(target)
+    except OSError as exc:  # the git folder itself could not be listed
+        raise ConnectorError(f"cannot copy {gitdir}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(source)
+    if not _shaped(into):  # HEAD, objects or refs gone since the check
+        raise ConnectorError(f"{gitdir} is not a git repository")
+
+
+class _Copy:
+    """One snapshot's copying: where it reads from, on which filesystem, and how many bytes are left."""
+
+    def __init__(self, gitdir: Path, device: int) -> None:
+        self.gitdir, self.device = gitdir, device
+        self.left = settings.CAIRN_SOURCES_GIT_MAX_BYTES
+
+    def folder(self, source: int, target: int, path: tuple[str, ...]) -> None:
+        with os.scandir(source) as entries:
+            names = sorted(entry.name for entry in entries)
+        for name in names:
+            self.entry(source, target, (*path, name))
+
+    def entry(self, source: int, target: int, path: tuple[str, ...]) -> None:
+        name, where = path[-1], self.gitdir.joinpath(*path)
+        if "/".join(path) in _LEADS_ELSEWHERE:
+            raise ConnectorError(f"{where} would lead git to refs or objects outside the repository")
+        try:
+            kind = stat.S_IFMT(os.stat(name, dir_fd=source, follow_symlinks=False).st_mode)
+            if kind == stat.S_IFLNK:
+                raise ConnectorError(f"{where} is a symlink, which would lead git outside the repository")
+            if kind not in (stat.S_IFDIR, stat.S_IFREG):
+                raise ConnectorError(f"{where} is neither a file nor a folder (a pipe, a device or a socket)")
+            if kind == stat.S_IFDIR and len(path) > _DEEPEST:
+                raise ConnectorError(f"{where} lies more than {_DEEPEST} folders deep")
+            opened = open_in(source, [name], FOLDER if kind == stat.S_IFDIR else FILE, device=self.device)
+            try:
+                info = os.fstat(opened)
+                if stat.S_IFMT(info.st_mode) != kind:
+                    raise ConnectorError(f"{where} changed while it was copied")
+                if kind == stat.S_IFDIR:
+                    os.mkdir(name, 0o700, dir_fd=target)
+                    copy = os.open(name, FOLDER, dir_fd=target)
+                    try:
+                        self.folder(opened, copy, path)
+                    finally:
+                        os.close(copy)
+                else:
+                    self.file(opened, info, target, name, where)
+            finally:
+                os.close(opened)
+        except OSError as exc:
+            why = "a symlink (never followed)" if exc.errno == errno.ELOOP else exc.strerror or exc
+            raise ConnectorError(f"cannot copy {where}: {why}") from exc
+
+    def file(self, opened: int, info: os.stat_result, target: int, name: str, where: Path) -> None:
+        # A hard link is the same file under a second name, perhaps one outside the repository (a
+        # local clone links its objects to the original's): nothing in the file says where.
+        if info.st_nlink > 1:
+            raise ConnectorError(
+                f"{where} is a hard link ({info.st_nlink} names for one file), which may be a file outside the "
+                "repository: run `git repack -a -d` in it, or clone it with --no-hardlinks"
+            )
+        limit = settings.CAIRN_SOURCES_GIT_MAX_BYTES
+        over = ConnectorError(f"{self.gitdir} holds more than CAIRN_SOURCES_GIT_MAX_BYTES ({limit} bytes)")
+        if info.st_size > self.left:
+            raise over
+        with open(os.open(name, _CREATE, 0o600, dir_fd=target), "wb") as copy:
+            # One byte past what is left, at most: the file may grow while it is read.
+            while chunk := os.read(opened, min(1 << 20, self.left + 1)):
+                if len(chunk) > self.left:
+                    raise over
+                self.left -= len(chunk)
+                copy.write(chunk)
 
 
 def _sizes(folder: Path) -> Iterator[int]:
@@ -196,8 +310,9 @@ class GitConnector:
         command line (where ps shows it)."""
         if self.local:
             try:
-                # The plain path checked, never a file:// URL: git decodes a URL's %2f into a `/`, and a
-                # folder named `x%2f..%2f..%2fother` under a root would lead it to `other`.
+                # The plain path checked, which the snapshot is copied from (_update); never a file://
+                # URL: git decodes a URL's %2f into a `/`, and a folder named `x%2f..%2f..%2fother`
+                # under a root would lead it to `other`.
                 self.remote = str(repository_check(self.local))
             except ConnectorError as exc:
                 raise ConnectorError(f"git fetch of {self.url} refused: {exc}") from exc
@@ -238,11 +353,24 @@ class GitConnector:
 
     def _update(self) -> None:
         config, env = self._reach()
+        if not self.local:
+            return self._fetch(self.remote, config, env)
+        snapshot = snapshot_of(self.source)
+        try:
+            try:
+                repository_snapshot(Path(self.remote), snapshot)
+            except ConnectorError as exc:
+                raise ConnectorError(f"git fetch of {self.url} refused: {exc}") from exc
+            self._fetch(str(snapshot), config, env)  # its plain path, read with upload-pack --strict
+        finally:
+            shutil.rmtree(snapshot, ignore_errors=True)
+
+    def _fetch(self, remote: str, config: list[str], env: dict[str, str]) -> None:
         if not (self.cache / "HEAD").exists():
             self.cache.mkdir(parents=True, exist_ok=True)
             self._git("init", "--quiet", "--bare", "--template=")  # no sample hooks: nothing but the copy
-            self._git("remote", "add", "origin", self.remote)
-        self._git("remote", "set-url", "origin", self.remote)  # the source's location may have changed
+            self._git("remote", "add", "origin", remote)
+        self._git("remote", "set-url", "origin", remote)  # the source's location may have changed
         # Bounded while it runs, not only after: what the fetch brings is one pack (unpackLimit=1: never
         # loose objects, one file each), and no file may grow past what the copy has left of
         # CAIRN_SOURCES_GIT_MAX_BYTES, so a huge repository stops the fetch at the limit instead of
