@@ -332,6 +332,31 @@ def test_a_repository_changed_between_its_check_and_git_s_read_is_refused(
     assert snapshots_left(places) == []
 
 
+def test_a_repository_s_own_config_sends_git_to_no_other_repository(places, bob, finance, hr, tmp_path):
+    """bob's repository says it is a partial clone whose promisor is hr's repository, names hr's
+    commit and includes a file elsewhere: its config is bob's word to the git that reads it (git
+    before 2.45 ignores GIT_NO_LAZY_FETCH). The snapshot keeps only the config that says how objects
+    and refs are stored, so git reads bob's objects alone, which hold no such commit."""
+    secret = repository(tmp_path / "hr-handbook", {"secret.md": SECRET})
+    git_source(tmp_path / "hr-handbook", hr, name="hr-handbook")  # the operator's, read into hr
+    repository(tmp_path / "work", {"guide.md": GUIDE})
+    handbook = bare(tmp_path / "work", places.root / "handbook.git")
+    for key, value in (("core.repositoryformatversion", "1"), ("extensions.partialClone", "hr"),
+                       ("remote.hr.url", str(tmp_path / "hr-handbook")), ("remote.hr.promisor", "true"),
+                       ("include.path", str(tmp_path / "elsewhere.conf"))):  # fmt: skip
+        git("config", key, value, cwd=handbook)
+    (handbook / "refs" / "heads" / "main").write_text(f"{secret}\n")
+    snapshot = tmp_path / "snapshot"
+    git_connector.repository_snapshot(handbook, snapshot)
+    kept = git("config", "--file", str(snapshot / "config"), "--list", cwd=tmp_path).split()
+    assert kept == ["core.bare=true", "core.repositoryformatversion=1"], kept
+    git_source(handbook, finance, bob)
+    with pytest.raises(CommandError, match="git fetch of .* failed"):
+        call_command("sync", "handbook", verbosity=0)
+    assert not secret_read() and not any(holds(copy, secret) for copy in copies(places))
+    assert snapshots_left(places) == []
+
+
 def test_a_repository_with_a_hard_linked_file_is_refused_naming_the_fix(places, bob, finance, tmp_path):
     """A file's second name may lie outside the repository (another collection's object, linked in),
     and nothing in the file says so. A local clone links its objects to the original's, hence the fix."""

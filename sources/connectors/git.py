@@ -60,6 +60,13 @@ _UPLOAD_PACK = "git upload-pack --strict"
 _LEADS_ELSEWHERE = ("commondir", "gitdir", "objects/info/alternates", "objects/info/http-alternates")
 # A snapshot nests no deeper than this (a git folder comes nowhere near): the copy holds a descriptor a level.
 _DEEPEST = 32
+# What of a git folder upload-pack reads: a snapshot holds these alone (no hooks, logs or index).
+_SNAPSHOT = {"HEAD", "config", "objects", "packed-refs", "refs", "reftable", "shallow"}
+# Of its config, only what says how its objects and refs are stored. The rest is the repository
+# owner's word to the git that reads it: a partial clone's promisor remote sends upload-pack to
+# fetch what is missing from another repository (git before 2.45 ignores GIT_NO_LAZY_FETCH), and
+# include.path reads a file elsewhere.
+_KEPT_CONFIG = r"^(core\.repositoryformatversion|extensions\.(objectformat|refstorage))$"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -144,7 +151,8 @@ def repository_snapshot(gitdir: Path, into: Path) -> None:
     the copy instead, checked as it is made, each file read once through a descriptor opened without
     following a symlink. Raise ConnectorError, naming the path, at a symlink, anything but regular
     files and folders on `gitdir`'s filesystem, a file with more than one name, anything of
-    _LEADS_ELSEWHERE, or past CAIRN_SOURCES_GIT_MAX_BYTES in all."""
+    _LEADS_ELSEWHERE, or past CAIRN_SOURCES_GIT_MAX_BYTES in all. Only what upload-pack reads is
+    copied (_SNAPSHOT), and of the repository's config only how its objects and refs are stored."""
     shutil.rmtree(into, ignore_errors=True)  # left by a sync cut short
     into.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.mkdir(into, 0o700)
@@ -167,6 +175,25 @@ def repository_snapshot(gitdir: Path, into: Path) -> None:
         os.close(source)
     if not _shaped(into):  # HEAD, objects or refs gone since the check
         raise ConnectorError(f"{gitdir} is not a git repository")
+    _config_kept(into / "config")
+
+
+def _config_kept(config: Path) -> None:
+    """The snapshot's config: the repository's own cut to _KEPT_CONFIG, as a bare repository's."""
+    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1",
+                   "GIT_CONFIG_GLOBAL": "/dev/null"}  # fmt: skip
+    read = subprocess.run(
+        ["git", "config", "--file", str(config), "--no-includes", "--get-regexp", _KEPT_CONFIG],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, env=environment,
+    ).stdout if config.exists() else ""  # fmt: skip
+    kept = ["[core]", "\tbare = true"]  # a section may come again: git reads them as one
+    for key, value in (line.split(" ", 1) for line in read.splitlines() if " " in line):
+        section, name = key.split(".", 1)
+        if re.fullmatch(r"[A-Za-z0-9._-]+", value):
+            kept += [f"[{section}]", f"\t{name} = {value}"]
+    config.unlink(missing_ok=True)
+    with open(os.open(config, _CREATE, 0o600), "w") as file:
+        file.write("\n".join(kept) + "\n")
 
 
 class _Copy:
@@ -178,7 +205,7 @@ class _Copy:
 
     def folder(self, source: int, target: int, path: tuple[str, ...]) -> None:
         with os.scandir(source) as entries:
-            names = sorted(entry.name for entry in entries)
+            names = sorted(entry.name for entry in entries if path or entry.name in _SNAPSHOT)
         for name in names:
             self.entry(source, target, (*path, name))
 
