@@ -80,6 +80,7 @@ class QueryState:
     earlier: list[Turn] = field(default_factory=list)  # the conversation's turns before this one
     asked: str = ""  # the question as typed, when `rewrite` changed it
     carried: set[int] = field(default_factory=set)  # the collections of the earlier turns it carries
+    warned: set[int] = field(default_factory=set)  # the collections of the critiques it warns with
     rewritten_by: str = ""
     query_vector: np.ndarray | None = None
     hits: list[Hit] = field(default_factory=list)
@@ -322,8 +323,12 @@ def refine(state: QueryState) -> None:
 
 
 def recall(state: QueryState) -> None:
-    """The experience store: critiques of rejected answers to similar questions, readable by the asker."""
-    state.warnings = [c.text for c in critiques_similar(user=state.user, query_vector=state.query_vector)]
+    """The experience store: critiques of rejected answers to similar questions, readable by the asker
+    within the collections asked."""
+    critiques = critiques_similar(user=state.user, query_vector=state.query_vector, collection_ids=state.collection_ids)
+    state.warnings = [c.text for c in critiques]
+    # A warning quotes its critique's evidence: whoever reads this answer must curate where that was.
+    state.warned = {collection.id for critique in critiques for collection in critique.collections.all()}
 
 
 def generate(state: QueryState) -> None:
@@ -498,7 +503,7 @@ def record(state: QueryState) -> None:
         )
         # A carried question is its turn's: whoever reads this answer must curate where it was asked.
         quoted = collections_quoted_by({c.hit.document_id for c in state.candidates if c.hit})
-        state.record.collections.set(quoted | state.carried)
+        state.record.collections.set(quoted | state.carried | state.warned)
         credits_record(
             response_id=state.record.response_id, user=state.user, credited=credited(state),
             question_vector=state.query_vector,

@@ -224,3 +224,36 @@ def test_answers_recorded_before_their_collections_were_get_them_from_their_evid
     assert set(live.collections.values_list("slug", flat=True)) == {"handbook"}
     assert set(orphan.collections.values_list("slug", flat=True)) == {"hr"}
     assert unknown.collections.count() == Collection.objects.count()
+
+
+def test_a_warning_quoting_another_collections_critique_reaches_none_of_its_curators(hr, handbook, bob, dana):
+    """A critique quotes the evidence of the answer it rejects. dana reads hr and the handbook; a
+    question of hers near one rejected in hr was warned with hr's critique, and its answer, recorded
+    in the handbook alone, opened to bob, who curates only the handbook: hr's words in his hands.
+    Asked within the handbook, it is warned by the handbook's critiques alone; asked across both,
+    its answer is recorded in hr too, where bob reads nothing."""
+    from corpus.embedder import get_embedder
+    from writeback.models import Critique
+
+    question = "When is pay reviewed?"
+    secret = "grade seven bands were frozen by the board"
+    critique = Critique.objects.create(
+        source="curator", question=question, text=f"An earlier answer was rejected: the {secret}.",
+        embedding=get_embedder().embed([question])[0],
+    )  # fmt: skip
+    critique.collections.set([hr])
+    asker, curator = client_for(dana), client_for(bob)
+
+    def asked(**scope) -> dict:
+        response = asker.post("/api/v1/query", {"question": question, "mode": "fast", **scope}, format="json")
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    within = asked(collections=["handbook"])
+    assert secret not in json.dumps(within)
+    seen = curator.get(f"/api/v1/answers/{within['response_id']}")
+    assert seen.status_code == 200 and secret not in seen.content.decode()
+    across = asked()
+    assert any(secret in warning for warning in across["warnings"])  # the critique does warn her
+    seen = curator.get(f"/api/v1/answers/{across['response_id']}")
+    assert seen.status_code == 404 and secret not in seen.content.decode()

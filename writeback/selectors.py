@@ -45,20 +45,26 @@ def critiques_curated_by(*, user: AbstractBaseUser) -> QuerySet[Critique]:
     return Critique.objects.exclude(collections__in=outside)
 
 
-def critiques_similar(*, user: AbstractBaseUser, query_vector, limit: int | None = None) -> list[Critique]:
+def critiques_similar(
+    *, user: AbstractBaseUser, query_vector, collection_ids: Sequence[int] | None = None, limit: int | None = None
+) -> list[Critique]:
     """Critiques (that warn) of answers to questions within CAIRN_CRITIQUE_MAX_DISTANCE of this one,
-    nearest first, only those whose every collection `user` may read: a critique quotes evidence.
-    One per distinct text: the same question rejected three times for the same reason is one lesson."""
+    nearest first, only those whose every collection `user` may read, within `collection_ids` (those
+    the question is asked in) when given: a critique quotes evidence. One per distinct text: the same
+    question rejected three times for the same reason is one lesson."""
     limit = settings.CAIRN_CRITIQUE_LIMIT if limit is None else limit
     if not limit or query_vector is None:
         return []
-    readable = collections_readable_by(user=user).values("id")
+    scope = collections_readable_by(user=user)
+    if collection_ids is not None:
+        scope = scope.filter(id__in=list(collection_ids))
     nearest = (
         Critique.objects.filter(warns=True)
-        .exclude(collections__in=Collection.objects.exclude(id__in=readable))
+        .exclude(collections__in=Collection.objects.exclude(id__in=scope.values("id")))
         .annotate(distance=CosineDistance("embedding", list(map(float, query_vector))))
         .filter(distance__lte=settings.CAIRN_CRITIQUE_MAX_DISTANCE)
-        .order_by("distance", "-id")[: limit * 5]
+        .order_by("distance", "-id")
+        .prefetch_related("collections")[: limit * 5]
     )
     distinct: dict[str, Critique] = {}
     for critique in nearest:
