@@ -13,8 +13,8 @@ from sources.places import cairn_places
 @register()
 def folder_roots_check(app_configs=None, **kwargs):
     """A root of CAIRN_SOURCES_FOLDER_ROOTS inside Cairn's own files is an error (what curators
-    would add there is Cairn's data); one around them a warning (sources there that reach them are
-    refused, and a walk skips them, but the layout invites the attempt)."""
+    would add there is Cairn's data); one around them a warning (a source there that holds them is
+    refused, but the layout invites the attempt)."""
     found = []
     places = cairn_places()
     for root in map(Path, settings.CAIRN_SOURCES_FOLDER_ROOTS):
@@ -29,8 +29,8 @@ def folder_roots_check(app_configs=None, **kwargs):
             if root in place.parents:
                 found.append(Warning(
                     f"CAIRN_SOURCES_FOLDER_ROOTS holds {root}, which holds Cairn's own files ({place})",
-                    hint="Sources that would reach them are refused and walks skip them; a root beside them is "
-                    "simpler to reason about.", id="sources.W001",
+                    hint="A source that holds them is refused; a root beside them is simpler to reason about.",
+                    id="sources.W001",
                 ))  # fmt: skip
                 break
     return found
