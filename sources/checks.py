@@ -18,17 +18,17 @@ def folder_roots_check(app_configs=None, **kwargs):
     found = []
     places = cairn_places()
     for root in map(Path, settings.CAIRN_SOURCES_FOLDER_ROOTS):
-        for place in places:
+        for name, place in places.items():
             if root == place or place in root.parents:
                 found.append(Error(
-                    f"CAIRN_SOURCES_FOLDER_ROOTS holds {root}, which lies in Cairn's own files ({place})",
+                    f"CAIRN_SOURCES_FOLDER_ROOTS holds {root}, which lies in Cairn's own files ({name}: {place})",
                     hint="Give curators' shares a folder of their own, outside CAIRN_DATA_DIR, the originals and "
                     "CAIRN_SOURCES_DIR.", id="sources.E001",
                 ))  # fmt: skip
                 break
             if root in place.parents:
                 found.append(Warning(
-                    f"CAIRN_SOURCES_FOLDER_ROOTS holds {root}, which holds Cairn's own files ({place})",
+                    f"CAIRN_SOURCES_FOLDER_ROOTS holds {root}, which holds Cairn's own files ({name}: {place})",
                     hint="A source that holds them is refused; a root beside them is simpler to reason about.",
                     id="sources.W001",
                 ))  # fmt: skip

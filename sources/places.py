@@ -10,20 +10,24 @@ from pathlib import Path
 from django.conf import settings
 
 
-def cairn_places() -> list[Path]:
-    """The folders that hold Cairn's own files (the originals only when they are on this disk)."""
-    places = [Path(settings.CAIRN_DATA_DIR), Path(settings.CAIRN_SOURCES_DIR)]
+def cairn_places() -> dict[str, Path]:
+    """The folders that hold Cairn's own files, each by what names it, the narrowest first (the
+    sources' copies and the originals lie in the data folder by default). The originals only when
+    they are on this disk."""
+    places = {"CAIRN_SOURCES_DIR": Path(settings.CAIRN_SOURCES_DIR)}
     originals = settings.STORAGES.get("originals", {})
     if originals.get("BACKEND", "").endswith("FileSystemStorage") and (
         where := originals.get("OPTIONS", {}).get("location")
     ):
-        places.append(Path(where))
-    return [Path(os.path.realpath(place)) for place in places]
+        places["the originals' storage"] = Path(where)
+    places["CAIRN_DATA_DIR"] = Path(settings.CAIRN_DATA_DIR)
+    return {name: Path(os.path.realpath(place)) for name, place in places.items()}
 
 
-def cairn_place_overlapping(path: Path) -> Path | None:
-    """The place of Cairn's own that `path` (a real, absolute path) lies in or holds, else None."""
-    for place in cairn_places():
+def cairn_place_overlapping(path: Path) -> str | None:
+    """The place of Cairn's own that `path` (a real, absolute path) lies in or holds, as "NAME: PATH";
+    None when it touches none."""
+    for name, place in cairn_places().items():
         if path == place or place in path.parents or path in place.parents:
-            return place
+            return f"{name}: {place}"
     return None

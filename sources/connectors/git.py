@@ -112,15 +112,12 @@ def repository_check(path: Path) -> Path:
     is to read, exactly that (upload-pack --strict: no second guess at `path.git` or the like). Raise
     ConnectorError unless git, reading it, reads nothing but it:
     `path` is its own real path (no symlink on the way, so a repository that lay under
-    CAIRN_SOURCESFOLDER_ROOTS when saved still does), it lies outside CAIRN_SOURCES_DIR (the
-    sources' own copies), its git folder is a folder (not a .git file or a symlink) holding no
-    symlink at all (refs, packed-refs, HEAD, objects) and nothing that leads elsewhere (alternates,
-    http-alternates, commondir, gitdir)."""
+    CAIRN_SOURCES_FOLDER_ROOTS when saved still does), it lies in none of Cairn's own files (the
+    sources' copies, the originals, the data folder: sources.places), its git folder is a folder
+    (not a .git file or a symlink) holding no symlink at all (refs, packed-refs, HEAD, objects) and
+    nothing that leads elsewhere (alternates, http-alternates, commondir, gitdir)."""
     if not path.is_absolute() or os.path.realpath(path) != str(path):
         raise ConnectorError(f"{path} is not its own real path: a source never follows a symlink on its way")
-    sources = Path(settings.CAIRN_SOURCES_DIR).resolve()
-    if path == sources or sources in path.parents:
-        raise ConnectorError(f"{path} lies in CAIRN_SOURCES_DIR, among the sources' own copies")
     if place := cairn_place_overlapping(path):
         raise ConnectorError(f"{path}: a source reads none of Cairn's own files ({place})")
     dotgit = path / ".git"
