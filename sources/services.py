@@ -147,7 +147,7 @@ def _local_path_check(location: str, *, operator: bool, what: str) -> None:
         )
     if place := cairn_place_overlapping(path):
         raise CairnError(
-            "location", f"a {what} may neither lie in nor hold Cairn's own files ({place}: originals, copies, data)",
+            "location", f"a {what} may neither lie in nor hold Cairn's own files ({place})",
             status_code=FORBIDDEN,
         )  # fmt: skip
     if operator:
@@ -561,35 +561,33 @@ def source_item_sync(*, run_id: int, item_id: int, connector=None) -> str:
         if item is None:
             return "done"
         if _out_of_time(item.queued_run):  # not fetched: the next sync begins with it
-            outcome = _Outcome(
-                "failed",
-                keep=False,
-                checked=False,
-                note=f"{item.key}: left for the next sync, "
-                f"this one ran past CAIRN_SOURCES_SYNC_SECONDS ({settings.CAIRN_SOURCES_SYNC_SECONDS} s)",
-            )
-            _item_finish(item, run_id, outcome)
-            _run_close_if_done(run_id)
-            return outcome.outcome
-        # Counted before the work, outside any transaction: a try that a worker's timeout or a
-        # crash cut short is not made again by the broker's redelivery, so one hostile item holds
-        # a worker once, never max_attempts times. It is tried again at the next sync.
-        SourceItem.objects.filter(pk=item.pk).update(tries=F("tries") + 1)
-        item.tries += 1
-        try:
-            if item.tries > 1:
-                raise ConnectorError(
-                    f"{item.key}: its last try did not finish (a timeout or a crash): left for the next sync"
-                )
-            outcome = _item_ingest(item, run_id, connector or connector_for(item.source))
-        except ConnectorError as exc:  # could not be read: tried again next sync
-            outcome = _Outcome("failed", note=str(exc)[:1000], keep=False)
-        except Exception:
-            log.exception("source item %s (%s) failed", item_id, item.key)
-            outcome = _Outcome("failed", note="an internal error (see the server log)", keep=False)
+            note = f"this one ran past CAIRN_SOURCES_SYNC_SECONDS ({settings.CAIRN_SOURCES_SYNC_SECONDS} s)"
+            outcome = _Outcome("failed", note=f"{item.key}: left for the next sync, {note}", keep=False, checked=False)
+        else:
+            outcome = _item_try(item, run_id, connector)
         _item_finish(item, run_id, outcome)
     _run_close_if_done(run_id)
     return outcome.outcome
+
+
+def _item_try(item: SourceItem, run_id: int, connector) -> _Outcome:
+    """Fetch and ingest `item`, once: what became of it, a failure included."""
+    # Counted before the work, outside any transaction: a try that a worker's timeout or a
+    # crash cut short is not made again by the broker's redelivery, so one hostile item holds
+    # a worker once, never max_attempts times. It is tried again at the next sync.
+    SourceItem.objects.filter(pk=item.pk).update(tries=F("tries") + 1)
+    item.tries += 1
+    try:
+        if item.tries > 1:
+            raise ConnectorError(
+                f"{item.key}: its last try did not finish (a timeout or a crash): left for the next sync"
+            )
+        return _item_ingest(item, run_id, connector or connector_for(item.source))
+    except ConnectorError as exc:  # could not be read: tried again next sync
+        return _Outcome("failed", note=str(exc)[:1000], keep=False)
+    except Exception:
+        log.exception("source item %s (%s) failed", item.pk, item.key)
+        return _Outcome("failed", note="an internal error (see the server log)", keep=False)
 
 
 class _Outcome:
