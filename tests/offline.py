@@ -16,10 +16,10 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from tests.loopback import LoopbackServer, free_port
+from tests.test_serving import request
 
 ROOT = Path(__file__).resolve().parent.parent
 # The one host the run configures (a website source): the resolver answers it with loopback.
@@ -64,64 +64,43 @@ class LoggingResolver:
         return header + question + answers
 
 
-class Site(BaseHTTPRequestHandler):
-    """The intranet the website source reads: an index linking two pages."""
-
-    PAGES = {
-        "/docs/index.html": "<html><head><title>Intranet</title></head><body><h1>Intranet</h1><p>The canteen "
-        'opens at noon.</p><a href="leave.html">Leave</a> <a href="travel.html">Travel</a></body></html>',
-        "/docs/leave.html": "<html><head><title>Leave</title></head><body><p>Staff take 28 days of leave a "
-        "year.</p></body></html>",
-        "/docs/travel.html": "<html><head><title>Travel</title></head><body><p>Trains are booked in second "
-        "class.</p></body></html>",
-    }
-
-    def do_GET(self):
-        body = self.PAGES.get(self.path.split("?")[0], "").encode()
-        self.send_response(200 if body else 404)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+# The intranet the website source reads: an index linking two pages.
+PAGES = {
+    "/docs/index.html": b"<html><head><title>Intranet</title></head><body><h1>Intranet</h1><p>The canteen "
+    b'opens at noon.</p><a href="leave.html">Leave</a> <a href="travel.html">Travel</a></body></html>',
+    "/docs/leave.html": b"<html><head><title>Leave</title></head><body><p>Staff take 28 days of leave a "
+    b"year.</p></body></html>",
+    "/docs/travel.html": b"<html><head><title>Travel</title></head><body><p>Trains are booked in second "
+    b"class.</p></body></html>",
+}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _request(url: str, *, token: str, body: dict | None = None) -> int:
-    headers = {"Content-Type": "application/json", "Authorization": f"Token {token}"}
-    data = json.dumps(body).encode() if body is not None else None
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=300) as r:
-            r.read()
-            return r.status
-    except urllib.error.HTTPError as error:
-        return error.code
+def site_page(method, path, query, body) -> tuple:
+    return (200, PAGES[path]) if path in PAGES else (404, b"")
 
 
 def main(result: Path, corpus: Path, folder: Path, repository: Path) -> None:
     resolver = LoggingResolver({SITE_HOST: "127.0.0.1"})
-    site = ThreadingHTTPServer(("127.0.0.1", 0), Site)
-    threading.Thread(target=site.serve_forever, daemon=True).start()
+    with LoopbackServer(site_page) as site:
+        steps = run(site.server.server_address[1], corpus, folder, repository)
+    result.write_text(json.dumps({"asked": sorted(set(resolver.asked)), "steps": steps}))
+
+
+def run(site_port: int, corpus: Path, folder: Path, repository: Path) -> dict[str, int | str]:
+    """Each step's exit status or HTTP status (and what a failed step said)."""
     steps: dict[str, int | str] = {}
 
     def manage(step: str, *args: str) -> str:
         done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, capture_output=True, text=True,
                               timeout=600)  # fmt: skip
-        steps[step] = done.returncode if done.returncode == 0 else done.returncode or 1
+        steps[step] = done.returncode
         if done.returncode != 0:
             steps[f"{step} said"] = (done.stdout + done.stderr)[-2000:]
         return done.stdout
 
     manage("migrate", "migrate", "--noinput")
     manage("ingest", "ingest", str(corpus), "--collection", "offline", "--public")
-    site_url = f"http://{SITE_HOST}:{site.server_address[1]}/docs/index.html"
+    site_url = f"http://{SITE_HOST}:{site_port}/docs/index.html"
     for name, kind, location in (("site", "website", site_url), ("share", "folder", str(folder)),
                                  ("repo", "git", str(repository))):  # fmt: skip
         manage(f"add {name}", "sources", "add", name, "--kind", kind, "--location", location, "--collection",
@@ -129,7 +108,7 @@ def main(result: Path, corpus: Path, folder: Path, repository: Path) -> None:
         manage(f"sync {name}", "sync", name)
     manage("superuser", "createsuperuser", "--noinput", "--username", "root", "--email", "root@example.com")
     token = manage("token", "drf_create_token", "root").split()[2]
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = subprocess.Popen([sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}"], cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
@@ -137,25 +116,23 @@ def main(result: Path, corpus: Path, folder: Path, repository: Path) -> None:
         deadline = time.monotonic() + 240
         while True:
             try:
-                with urllib.request.urlopen(f"{base}/api/v1/health", timeout=5) as r:
-                    if json.loads(r.read())["embedder"] == "up":
-                        break
-            except (OSError, ValueError):
+                if request(f"{base}/api/v1/health", timeout=5)[2]["embedder"] == "up":
+                    break
+            except (OSError, ValueError, TypeError, KeyError):
                 pass
             if time.monotonic() > deadline or server.poll() is not None:
                 raise SystemExit("the server did not become healthy")
             time.sleep(0.5)
         for mode in ("fast", "standard", "deep"):
             question = {"question": "How many days of leave do staff take?", "mode": mode}
-            steps[f"query {mode}"] = _request(f"{base}/api/v1/query", token=token, body=question)
+            steps[f"query {mode}"] = request(f"{base}/api/v1/query", token=token, body=question, timeout=300)[0]
         upload = {"collection": "offline", "title": "Parking", "text": "Visitors park in lot A."}
-        steps["upload"] = _request(f"{base}/api/v1/documents", token=token, body=upload)
+        steps["upload"] = request(f"{base}/api/v1/documents", token=token, body=upload)[0]
         time.sleep(10)  # the worker validates the answers and proposes them (its tasks run meanwhile)
     finally:
         server.terminate()
         server.wait(timeout=120)
-        site.shutdown()
-    result.write_text(json.dumps({"asked": sorted(set(resolver.asked)), "steps": steps}))
+    return steps
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from tests.documents import write_corpus
@@ -21,6 +22,7 @@ from tests.offline import RESOLV_CONF, ROOT, SITE_HOST
 from tests.test_formats import handbook_docx, libreoffice_convert
 from tests.test_pdf import page_image, scanned_pdf
 from tests.test_readers import RUNBOOK
+from tests.test_sources_escapes import repository as git_repository
 
 DATABASE = "test_cairn_offline"
 QUIET_UNDER_CI = ("CI", "TF_BUILD", "JENKINS_URL", "GITHUB_ACTIONS")
@@ -30,11 +32,6 @@ def namespaces_available() -> bool:
     if os.geteuid() != 0 or not all(shutil.which(tool) for tool in ("unshare", "ip", "strace")):
         return False
     return subprocess.run(["unshare", "--net", "--mount", "true"], capture_output=True).returncode == 0
-
-
-def git(*args: str, cwd) -> None:
-    subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args], cwd=cwd, check=True,
-                   capture_output=True)  # fmt: skip
 
 
 @pytest.fixture
@@ -55,19 +52,15 @@ def test_serving_ingestion_and_syncs_look_up_no_host_but_the_configured_ones(tmp
     folder.mkdir()
     (folder / "holidays.md").write_text("# Holidays\n\nThe office closes between Christmas and New Year.\n")
     repository = tmp_path / "repo"
-    repository.mkdir()
-    git("init", "--quiet", "--initial-branch=main", cwd=repository)
-    (repository / "README.md").write_text("# Deploys\n\nDeploys happen on Tuesdays after the review.\n")
-    git("add", ".", cwd=repository)
-    git("commit", "--quiet", "-m", "docs", cwd=repository)
+    git_repository(repository, {"README.md": "# Deploys\n\nDeploys happen on Tuesdays after the review.\n"})
     resolv = tmp_path / "resolv.conf"
     resolv.write_text(RESOLV_CONF)
     home = tmp_path / "home"
     home.mkdir()
     result, trace = tmp_path / "result.json", tmp_path / "connections.trace"
-    environment = {name: value for name, value in os.environ.items() if name not in QUIET_UNDER_CI}
+    kept = {k: v for k, v in os.environ.items() if k not in QUIET_UNDER_CI and not k.startswith("CAIRN_")}
     environment = {
-        **{k: v for k, v in environment.items() if not k.startswith("CAIRN_") or k == "CAIRN_DATA_DIR"},
+        **kept, "CAIRN_DATA_DIR": str(settings.CAIRN_DATA_DIR),  # the tests' own Postgres
         "HOME": str(home), "DJANGO_SETTINGS_MODULE": "config.settings", "CAIRN_DB_NAME": offline_database,
         "CAIRN_SECRET_KEY": "an-offline-test-key-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFG",
         "DJANGO_SUPERUSER_PASSWORD": "root-offline-pw", "CAIRN_SOURCES_ALLOW_NETWORKS": "127.0.0.0/8",
