@@ -372,29 +372,36 @@ FERRIES_PAGE = {
 }
 
 
+def confluence_space(redirects: dict[str, str]):
+    """Confluence's API for a space of one page, Ferries, whose attachments NAME.txt (ids 90, 91, …)
+    download by a redirect to `redirects[NAME]`, as Cloud sends downloads to a media host."""
+    attachments = [{"id": f"9{n}", "title": f"{name}.txt", "version": {"number": 1},
+                    "_links": {"download": f"/download/attachments/1/{name}.txt"}}
+                   for n, name in enumerate(redirects)]  # fmt: skip
+
+    def handle(method, path, query, body):
+        if path == "/wiki/rest/api/content":
+            return 200, {"results": [FERRIES_PAGE], "_links": {}}
+        if path == "/wiki/rest/api/content/1":
+            return 200, FERRIES_PAGE
+        if path == "/wiki/rest/api/content/1/child/attachment":
+            return 200, {"results": attachments, "_links": {}}
+        name = path.removeprefix("/wiki/download/attachments/1/").removesuffix(".txt")
+        if name in redirects:
+            return 302, None, {"Location": redirects[name]}
+        return 404, {"message": "not found"}
+
+    return handle
+
+
 def test_a_granted_credential_goes_to_its_host_alone(loopback, outbound_settings, monkeypatch):
     outbound_settings.CAIRN_SOURCES_ALLOW_NETWORKS = [ip_network("127.0.0.0/8")]
     monkeypatch.setenv("CAIRN_SOURCE_WIKI_TOKEN", "pat-secret-1")
     evil = loopback(lambda method, path, query, body: (200, TEXT.encode()))
     evil_port = evil.url.rsplit(":", 1)[1]
 
-    def confluence(method, path, query, body):
-        if path == "/wiki/rest/api/content":
-            return 200, {"results": [FERRIES_PAGE], "_links": {}}
-        if path == "/wiki/rest/api/content/1":
-            return 200, FERRIES_PAGE
-        if path == "/wiki/rest/api/content/1/child/attachment":
-            results = [{"id": f"9{n}", "title": f"{name}.txt", "version": {"number": 1},
-                        "_links": {"download": f"/download/attachments/1/{name}.txt"}}
-                       for n, name in enumerate(["elsewhere", "metadata"])]  # fmt: skip
-            return 200, {"results": results, "_links": {}}
-        if path == "/wiki/download/attachments/1/elsewhere.txt":  # as Cloud sends downloads to a media host
-            return 302, None, {"Location": f"http://evil.test:{evil_port}/media/elsewhere.txt"}
-        if path == "/wiki/download/attachments/1/metadata.txt":
-            return 302, None, {"Location": "http://metadata.test/latest/meta-data/"}
-        return 404, {"message": "not found"}
-
-    wiki = loopback(confluence)
+    wiki = loopback(confluence_space({"elsewhere": f"http://evil.test:{evil_port}/media/elsewhere.txt",
+                                      "metadata": "http://metadata.test/latest/meta-data/"}))  # fmt: skip
     collection, _ = collection_get_or_create(slug="wiki-docs")
     SecretGrant.objects.create(name="CAIRN_SOURCE_WIKI_TOKEN", collection=collection, scheme="http", host="wiki.test",
                                port=int(wiki.url.rsplit(":", 1)[1]))  # fmt: skip
@@ -433,19 +440,7 @@ def test_a_grant_is_for_one_scheme_and_port_so_a_changed_source_never_sends_it_i
     elsewhere = loopback(lambda method, path, query, body: (200, TEXT.encode()))
     other_port = elsewhere.url.rsplit(":", 1)[1]
 
-    def confluence(method, path, query, body):
-        if path == "/wiki/rest/api/content":
-            return 200, {"results": [FERRIES_PAGE], "_links": {}}
-        if path == "/wiki/rest/api/content/1":
-            return 200, FERRIES_PAGE
-        if path == "/wiki/rest/api/content/1/child/attachment":
-            return 200, {"results": [{"id": "91", "title": "times.txt", "version": {"number": 1},
-                                      "_links": {"download": "/download/attachments/1/times.txt"}}], "_links": {}}  # fmt: skip
-        if path == "/wiki/download/attachments/1/times.txt":  # the same host, another port
-            return 302, None, {"Location": f"http://wiki.test:{other_port}/media/times.txt"}
-        return 404, {"message": "not found"}
-
-    wiki = loopback(confluence)
+    wiki = loopback(confluence_space({"times": f"http://wiki.test:{other_port}/media/times.txt"}))  # another port
     port = wiki.url.rsplit(":", 1)[1]
     call_command("sources", "grant-secret", "CAIRN_SOURCE_WIKI_TOKEN", "--collection", "hr", "--host", "wiki.test",
                  verbosity=0)  # fmt: skip
