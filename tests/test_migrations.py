@@ -4,6 +4,7 @@ moved from corpus to writeback, and before a write-back kept what the output gat
 migrated forward; its rows are read through the models as they are now, and a permission granted
 on a moved model is still granted."""
 
+import contextlib
 import uuid
 
 import pytest
@@ -18,13 +19,22 @@ BEFORE = [
 ]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_the_backward_paths_rows_and_permissions_survive_their_move_to_writeback():
+@contextlib.contextmanager
+def migrated_back(targets: list[tuple[str, str]]):
+    """The database migrated back to `targets`, and the models as they were there (an app registry)
+    to fill it; migrated forward to the latest again on the way out, whatever happened."""
     executor = MigrationExecutor(connection)
     latest = executor.loader.graph.leaf_nodes()
-    executor.migrate(BEFORE)
+    executor.migrate(targets)
     try:
-        old = executor.loader.project_state(BEFORE).apps
+        yield executor.loader.project_state(targets).apps
+    finally:
+        MigrationExecutor(connection).migrate(latest)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_backward_paths_rows_and_permissions_survive_their_move_to_writeback():
+    with migrated_back(BEFORE) as old:
         collection = old.get_model("corpus", "Collection").objects.create(slug="handbook", name="Handbook")
         evidence = old.get_model("corpus", "Document").objects.create(
             collection=collection, title="Archive hours", source="hours.md", sha256="0" * 64
@@ -55,9 +65,6 @@ def test_the_backward_paths_rows_and_permissions_survive_their_move_to_writeback
             writeback=writeback, question=writeback.question, accepted=False, scores={"grounding": 0.2},
             embedding=[0.1] * 384,
         )  # fmt: skip
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(latest)
 
     from django.contrib.auth.models import Group
     from django.contrib.contenttypes.models import ContentType

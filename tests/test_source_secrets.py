@@ -203,15 +203,9 @@ def test_the_source_surfaces_of_the_access_matrix_have_no_unexpected_allow(
 def test_grants_made_for_a_host_keep_what_travelled_encrypted_once_bound_to_an_origin():
     """Migration 0003: a grant for a host becomes https on 443, and the https or ssh origin of each
     source that named it there; a source over plain http is not granted by the migration."""
-    from django.db import connection
-    from django.db.migrations.executor import MigrationExecutor
+    from tests.test_migrations import migrated_back
 
-    before = [("sources", "0002_secret_grants_and_item_tries")]
-    executor = MigrationExecutor(connection)
-    latest = executor.loader.graph.leaf_nodes()
-    executor.migrate(before)
-    try:
-        old = executor.loader.project_state(before).apps
+    with migrated_back([("sources", "0002_secret_grants_and_item_tries")]) as old:
         hr = old.get_model("corpus", "Collection").objects.create(slug="hr-before", name="HR")
         for name, kind, location in [
             ("tls-port", "confluence", "https://wiki.example.com:8443/wiki/spaces/HR"),
@@ -225,9 +219,6 @@ def test_grants_made_for_a_host_keep_what_travelled_encrypted_once_bound_to_an_o
         grants = old.get_model("sources", "SecretGrant").objects
         grants.create(name="CAIRN_SOURCE_WIKI_TOKEN", collection=hr, host="wiki.example.com")
         grants.create(name="CAIRN_SOURCE_FIN_TOKEN", collection=hr, host="fin.example.com")
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.migrate(latest)
     assert sorted(SecretGrant.objects.values_list("name", "scheme", "host", "port")) == [
         ("CAIRN_SOURCE_FIN_TOKEN", "https", "fin.example.com", 443),
         ("CAIRN_SOURCE_WIKI_TOKEN", "https", "wiki.example.com", 443),
