@@ -385,6 +385,11 @@ class OllamaGenerator:
         """One plain completion (/api/generate): query rewriting and the deep loop's helpers."""
         return (self._call("generate", prompt=prompt, options={"temperature": temperature}).response or "").strip()
 
+    def complete_json(self, messages: list[dict], schema: dict, *, temperature: float = 0.0) -> object:
+        """The model's reply to `messages` held to the JSON `schema` (Ollama's structured outputs)."""
+        reply = self._call("chat", messages=messages, format=schema, options={"temperature": temperature, "seed": 0})
+        return parsed_json(reply.message.content or "", self.name)
+
 
 class OpenAIGenerator:
     """Any server that speaks OpenAI's chat-completions API (vLLM, llama.cpp's server, LM Studio,
@@ -413,11 +418,11 @@ class OpenAIGenerator:
         user = answer_prompt(question, fitting, warnings)
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}], notes
 
-    def _pieces(self, messages: list[dict], *, temperature: float) -> Stream[str, None, None]:
+    def _pieces(self, messages: list[dict], *, temperature: float, **extra) -> Stream[str, None, None]:
         deadline = time.monotonic() + self.timeout
         try:
             request = {"model": self.model, "messages": messages, "temperature": temperature, "seed": 0,
-                       "max_tokens": self.max_tokens, "stream": True}  # fmt: skip
+                       "max_tokens": self.max_tokens, "stream": True, **extra}  # fmt: skip
             with self.client.stream("POST", "chat/completions", json=request) as response:
                 if response.status_code != 200:
                     log.warning(
@@ -462,6 +467,13 @@ class OpenAIGenerator:
         """One plain answer to `prompt`: query rewriting and the deep loop's helpers."""
         return "".join(self._pieces([{"role": "user", "content": prompt}], temperature=temperature)).strip()
 
+    def complete_json(self, messages: list[dict], schema: dict, *, temperature: float = 0.0) -> object:
+        """The model's reply to `messages` held to the JSON `schema` (`response_format`, which
+        llama.cpp, vLLM and OpenAI honour by constraining what the model may write)."""
+        response_format = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": True}}
+        return parsed_json("".join(self._pieces(messages, temperature=temperature, response_format=response_format)),
+                           self.name)  # fmt: skip
+
 
 def _delta(data: str) -> str:
     """The text of one streamed chat-completions event; an error event or what is not one: GeneratorUnavailable."""
@@ -475,6 +487,16 @@ def _delta(data: str) -> str:
     except (ValueError, AttributeError, TypeError) as exc:
         log.warning("the model server sent what is not a chat-completions event: %r", data[:2000])
         raise GeneratorUnavailable("the model server sent what is not a chat-completions event") from exc
+
+
+def parsed_json(text: str, generator: str) -> object:
+    """A structured reply read; one that is not JSON (a server that ignored the schema, a reply cut
+    off at max_tokens): GeneratorUnavailable, as any other reply that is not the protocol."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        log.warning("%s server's structured reply is not JSON: %r", generator, text[:2000])
+        raise GeneratorUnavailable(f"{generator} server's structured reply is not JSON") from exc
 
 
 CHARS_PER_TOKEN = 3  # English runs ~4 characters a token in the usual BPE vocabularies: 3 errs towards room
