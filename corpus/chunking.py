@@ -75,6 +75,7 @@ class InContext(NamedTuple):
     referent: str = ""  # the heading its opening "This module" names (heading_referent)
     shows: str = ""  # the short code block it introduces ("…add these two directives:"), shown_code
     item: bool = False  # a list item: a point of its own, however short ("`options` {Object}")
+    keyed: bool = False  # a key-value table's row ("Default: KeepAliveTimeout 5"): part of its section, no record
 
 
 def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InContext]:
@@ -101,6 +102,10 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
             # sentence before ("Corresponds to errno ESRCH. exception TimeoutError") or after ("re.S
             # Make the '.' special character match...", the entry's other name above its term).
             continue
+        if _captions_next(blocks, index):
+            # The title of the listing or table below it, not a sentence: "Example 10.1. A static
+            # configuration" was glued to the paragraph after the listing and stated with it.
+            continue
         label = block.term if block.kind == "definition" and block.term else heading
         sentences = block_sentences(block)
         for sentence in sentences:
@@ -110,6 +115,7 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
             term = block.term if block.kind == "definition" else ""
             row = block.kind == "row"
             subject = key_value_subject(first_row, sentence) if row else ""
+            keyed = row and bool(_KEY_VALUE.match(first_row) and _KEY_VALUE.match(sentence))
             referent = "" if previous or term else heading_referent(sentence, headings)
             shows = shown_code(sentence, blocks[index + 1 : index + 2]) if sentence is sentences[-1] else ""
             triples.append(
@@ -124,6 +130,7 @@ def sentences_in_context(text: str, section: tuple[str, ...] = ()) -> list[InCon
                     referent,
                     shows,
                     block.kind == "item",
+                    keyed,
                 )
             )
             previous = sentence
@@ -187,6 +194,22 @@ def _names_next_term(blocks: list[Block], index: int) -> bool:
         index + 1 < len(blocks) and blocks[index + 1].kind == "term" and block.kind == "paragraph"
         and len(block.text.split()) <= 8 and not re.search(r"[.!?:;]$", block.text)
     )  # fmt: skip
+
+
+# A numbered caption's opening: "Example 10.1.", "Table 3-2", "Figure 4".
+_NUMBERED_CAPTION = re.compile(r"(?:example|figure|table|listing)\s+\d+(?:[.-]\d+)*\b", re.IGNORECASE)
+
+
+def _captions_next(blocks: list[Block], index: int) -> bool:
+    """Is blocks[index] the caption of the code or table right after it: a short line that ends no
+    sentence ("A static configuration") or opens with a number ("Example 10.1. …"), not prose? One
+    that ends with a colon introduces the code ("Add these two directives:"): a sentence."""
+    block = blocks[index]
+    if block.kind != "paragraph" or index + 1 == len(blocks) or blocks[index + 1].kind not in ("code", "row"):
+        return False
+    if len(block.text.split()) > 12 or block.text.endswith(":"):
+        return False
+    return not block.text.endswith((".", "!", "?", ";")) or bool(_NUMBERED_CAPTION.match(block.text[:40]))
 
 
 def _sentences(paragraph: str) -> list[str]:

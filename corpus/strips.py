@@ -28,6 +28,9 @@ class Strip:
     subject: str = ""  # a key-value table's row: what the table's first row says its entry is
     referent: str = ""  # the heading its opening "This module…" names (corpus.chunking.heading_referent)
     shows: str = ""  # the short code block its last sentence introduces (corpus.chunking.shown_code)
+    # Which entry of its passage it belongs to (strips of one entry share the number): its section,
+    # the term it defines, or its own list item or table record. An answer states one entry.
+    entry: int = 0
 
     @property
     def shown(self) -> str:
@@ -86,6 +89,12 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
     blocks: list[int] = []  # the block each strip ends in
     pending, first, shows = "", None, ""  # shows: what the pending text's last sentence introduces
     sentences = [s for s in sentences_in_context(text, section) if not addresses_a_model(s.sentence)]
+    entries: dict[tuple, int] = {}  # an entry's key (entry_of) -> its number, in reading order
+
+    def entry_of(in_context) -> int:
+        record = in_context.item or (in_context.row and not in_context.keyed)
+        key = (in_context.label, in_context.term, in_context.block if record else -1)
+        return entries.setdefault(key, len(entries))
 
     def close(block: int) -> None:
         """`pending` becomes a strip, in the context of its first sentence."""
@@ -99,6 +108,7 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
                 subject=first.subject,
                 referent=first.referent,
                 shows=shows,
+                entry=entry_of(first),
             )
         )
         blocks.append(block)
@@ -135,7 +145,9 @@ def strips_in_context(text: str, section: tuple[str, ...] = (), *, min_words: in
         elif len(pending.split()) >= min_words:
             close(in_context.block)
     if pending:
-        if strips and blocks[-1] not in {s.block for s in sentences if s.row}:  # never onto a row
+        # The passage's last fragment joins the strip before it only within its entry: glued to the
+        # item before, a list's last "samba: Samba file server configuration;" was stated with it.
+        if strips and strips[-1].entry == entry_of(first) and blocks[-1] not in {s.block for s in sentences if s.row}:
             strips[-1].text, strips[-1].shows = f"{strips[-1].text} {pending}", shows
         else:
             close(sentences[-1].block)

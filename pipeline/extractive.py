@@ -4,8 +4,8 @@ The lead passage is the first VERIFIED one, the best-ranked by retrieval, reputa
 (on held-out NQ it is the gold passage 88% of the time; the passage holding the single best-judged
 sentence among all VERIFIED ones is, less often). The answer judge
 (judges/verifiers.get_answer_judge) scores its sentences against the question, and
-`answer_selection` keeps the smallest set it supports: the best sentence, then the others, best
-first, while the judge accepts them (CAIRN_ANSWER_THRESHOLD) or rates them within the relative
+`answer_selection` keeps the smallest set it supports: the best sentence, then the others of its
+entry (its section, defined term, list item or table record), best first, while the judge accepts them (CAIRN_ANSWER_THRESHOLD) or rates them within the relative
 margin of the best (score >= CAIRN_ANSWER_MARGIN x best). An answer often spans two sentences of one
 passage ("...was stolen in 1911. It was recovered in 1913."), and the judge rates the second low
 because it does not name its subject: a sentence that leans on a chosen one ("It ...") comes with it,
@@ -36,7 +36,7 @@ sentences as related, not as the answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 STOPWORDS = frozenset(
@@ -202,20 +202,23 @@ def answer_selection(
     accept: float,
     margin: float,
     max_sentences: int,
-    labels: Sequence[str] | None = None,
+    entries: Sequence[Hashable] | None = None,
 ) -> list[Sentence]:
     """The lead passage's sentences (with their answer-judge scores) that make the answer, in reading
-    order: the best, then those accepted or within `margin` x its score, at most `max_sentences`
-    sentences in all (a strip that joined a fragment to its neighbour counts as two). With the
-    sentences' `labels` (the heading or term each sits under), one under another label than the
-    best joins only when accepted: a manual's chunk holds several small sections, and the margin
-    let the next function's "Always returns a value greater than zero." pad the answer to "What
-    does os.EOL return on Windows?". A sentence that opens by leaning on the one before it ("It is
-    January 1, 1970.") joins right after it, within the margin. Empty when the passage has no sentences."""
+    order: the best, then those of its entry accepted or within `margin` x its score, at most
+    `max_sentences` sentences in all (a strip that joined a fragment to its neighbour counts as two).
+    `entries` says which entry of the passage each sentence belongs to (corpus.strips.Strip.entry:
+    its section, defined term, list item or table record; one entry without them), and sentences
+    of another entry than the best's never join, however the judge rates them: a manual's chunk
+    holds several small sections, and the margin let the next function's "Always returns a value
+    greater than zero." pad the answer to "What does os.EOL return on Windows?"; a list of /etc's
+    directories answered "which file configures the SSH server?" with its apache2 and samba items
+    too. A sentence that opens by leaning on the one before it ("It is January 1, 1970.") joins
+    right after it, within the margin. Empty when the passage has no sentences."""
     from corpus.chunking import leans_back, split_sentences
 
     sentences = [Sentence(position, text, score) for position, (text, score) in enumerate(judged)]
-    label = list(labels) if labels is not None else [""] * len(sentences)
+    entry = list(entries) if entries is not None else [0] * len(sentences)
     ranked = sorted(sentences, key=lambda s: (-s.score, s.position))
     if not ranked:
         return []
@@ -237,9 +240,9 @@ def answer_selection(
         size += len(split_sentences(s.text))
 
     def leaning_pair(antecedent: int, leaner: int) -> bool:
-        """Does sentences[leaner] lean on sentences[antecedent], the one before it under its label?"""
+        """Does sentences[leaner] lean on sentences[antecedent], the one before it in its entry?"""
         inside = antecedent >= 0 and leaner < len(sentences)
-        return inside and leans_back(sentences[leaner].text) and label[antecedent] == label[leaner]
+        return inside and leans_back(sentences[leaner].text) and entry[antecedent] == entry[leaner]
 
     def take(s: Sentence) -> None:
         """`s`, then the sentence after it when that one leans on it ("The epoch is the point where
@@ -261,8 +264,8 @@ def answer_selection(
     for s in ranked[1:]:
         if size >= max_sentences or not worthy(s):
             break
-        if s.score < accept and label[s.position] != label[best.position]:
-            continue  # about another section or term of the chunk
+        if entry[s.position] != entry[best.position]:
+            continue  # another section, term, item or record of the chunk
         if fits(s):  # a passage may repeat a sentence
             take(s)
     return sorted(chosen, key=lambda s: s.position)

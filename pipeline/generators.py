@@ -77,6 +77,7 @@ class EvidenceText:
     relevances: tuple[float, ...] = ()  # the gate's relevance of each strip (0 where not scored)
     labels: tuple[str, ...] = ()  # the heading or term each strip sits under (gate.Strip.label)
     shows: tuple[str, ...] = ()  # the short code block each strip introduces, or "" (gate.Strip.shows)
+    entries: tuple[int, ...] = ()  # which entry of the passage each strip belongs to (gate.Strip.entry)
     # The gate's view of the whole passage (gate.Candidate), read by the answer's confidence
     # (pipeline/confidence.py); 0 where not scored.
     relevance: float = 0.0
@@ -91,8 +92,8 @@ def evidence_texts(candidates: list[Candidate]) -> list[EvidenceText]:
         EvidenceText(
             c.n, c.refined or c.text, c.title, c.origin, tuple(s.shown for s in c.strips),
             tuple(s.labelled for s in c.strips), tuple(s.relevance for s in c.strips), tuple(s.label for s in c.strips),
-            tuple(s.shows for s in c.strips), c.relevance or 0.0, c.similarity or 0.0, c.coverage or 0.0, c.taught,
-            c.confidence_shift,
+            tuple(s.shows for s in c.strips), tuple(s.entry for s in c.strips), c.relevance or 0.0,
+            c.similarity or 0.0, c.coverage or 0.0, c.taught, c.confidence_shift,
         )
         for c in candidates
     ]  # fmt: skip
@@ -155,6 +156,7 @@ class _Strip:
     relevance: float  # the gate's strip relevance (0 when not scored)
     label: str  # the heading or term it sits under ("" in a passage without sections)
     shows: str  # the short code block its last sentence introduces ("" when none)
+    entry: object  # the entry of its passage it belongs to: its label where the evidence does not say
 
 
 def _strips(evidence: EvidenceText) -> list[_Strip]:
@@ -165,9 +167,11 @@ def _strips(evidence: EvidenceText) -> list[_Strip]:
     relevances = list(evidence.relevances) if len(evidence.relevances) == len(texts) else [0.0] * len(texts)
     labels = list(evidence.labels) if len(evidence.labels) == len(texts) else [""] * len(texts)
     shows = list(evidence.shows) if len(evidence.shows) == len(texts) else [""] * len(texts)
+    # Evidence recorded before strips knew their entry (benchmarks/answer_replay.py): one per label.
+    entries = list(evidence.entries) if len(evidence.entries) == len(texts) else labels
     return [
         _Strip(evidence.n, i, *fields)
-        for i, fields in enumerate(zip(texts, judged, relevances, labels, shows, strict=True))
+        for i, fields in enumerate(zip(texts, judged, relevances, labels, shows, entries, strict=True))
     ]
 
 
@@ -204,7 +208,7 @@ class ExtractiveGenerator:
             accept=accept,
             margin=settings.CAIRN_ANSWER_MARGIN,
             max_sentences=max_sentences,
-            labels=[s.label for s in strips[lead.n]],
+            entries=[s.entry for s in strips[lead.n]],
         )
         chosen = [Sentence(s.position, s.text, s.score, lead.n) for s in chosen]
         floor = settings.CAIRN_ANSWER_STATED_FLOOR

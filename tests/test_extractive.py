@@ -55,11 +55,23 @@ def test_a_close_sentence_under_another_heading_does_not_pad_the_answer():
     lead = [("The operating system-specific end-of-line marker: \\r\\n on Windows.", 0.70),
             ("Always returns a value greater than zero.", 0.40), ("It is a string.", 0.30),
             ("Returns an estimate of the default amount of parallelism.", 0.95)]  # fmt: skip
-    labels = ["os.EOL", "os.availableParallelism()", "os.EOL", "os.availableParallelism()"]
-    chosen = texts(answer_selection(lead[:3], **SETTINGS, labels=labels[:3]))
+    entries = ["os.EOL", "os.availableParallelism()", "os.EOL", "os.availableParallelism()"]
+    chosen = texts(answer_selection(lead[:3], **SETTINGS, entries=entries[:3]))
     assert chosen == [lead[0][0], lead[2][0]]  # 0.40 is within the margin, but about another function
-    accepted = texts(answer_selection(lead, **SETTINGS, labels=labels))
-    assert lead[3][0] in accepted and lead[0][0] not in accepted  # the best's own section, and accepted ones
+    best_entry = texts(answer_selection(lead, **SETTINGS, entries=entries))
+    assert best_entry == [lead[1][0], lead[3][0]]  # the best's own section only
+
+
+def test_a_sentence_of_another_entry_never_joins_even_when_the_judge_accepts_it():
+    # A handbook's list of /etc's directories, an entry per item under one heading: the judge rates
+    # the samba item close to the ssh one for "which file configures the SSH server?".
+    lead = [("apache2: Apache web server configuration;", 0.90),
+            ("samba: Samba file server configuration;", 0.51),
+            ("ssh: the OpenSSH client and server configuration, sshd_config for the server;", 0.91),
+            ("It is read by sshd at every start.", 0.20)]  # fmt: skip
+    chosen = texts(answer_selection(lead, **SETTINGS, entries=[1, 2, 3, 3]))
+    assert chosen == [lead[2][0], lead[3][0]]  # its own entry's sentence that leans on it, nothing else
+    assert texts(answer_selection(lead, **SETTINGS))[0] == lead[0][0]  # read as one entry, apache2 padded it
 
 
 def test_an_accepted_sentence_joins_whatever_the_margin_and_the_count_is_capped():

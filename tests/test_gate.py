@@ -106,6 +106,51 @@ def test_a_list_item_fragment_is_a_point_of_its_own_unless_it_is_a_bare_name():
     ]
 
 
+def test_each_strip_knows_its_entry_and_no_fragment_joins_another_entry_at_the_passage_end():
+    # A handbook's list of /etc's directories, one item each; the chunk ends with a short item.
+    text = (
+        "The /etc/ directory holds the configuration of most services, one subdirectory each:\n\n"
+        "- network: the configuration of the network interfaces, read at boot;\n"
+        "- ssh: the OpenSSH client and server configuration, sshd_config for the server;\n"
+        "- samba: Samba file server configuration;\n"
+    )
+    strips = strips_in_context(text, ("8.1. The /etc directory",))
+    assert [s.text for s in strips][-2:] == [
+        "ssh: the OpenSSH client and server configuration, sshd_config for the server;",
+        "samba: Samba file server configuration;",  # was glued onto the ssh item
+    ]
+    assert [s.entry for s in strips] == [0, 1, 2, 3]  # the paragraph, then an entry per item
+    # A section's paragraphs are one entry, a definition's sentences another; a key-value table's
+    # rows belong to their section, a column-header table's rows are records of their own.
+    text = (
+        "The server reads its limits at start. They apply to every database.\n\n"
+        "work_mem (integer)\n\n: Memory used by a sort before it spills to disk. The default is 4MB.\n\n"
+        "| Description: Time the server waits for the next request\n\n| Default: KeepAliveTimeout 5\n\n"
+        "Some more words about the server's limits here.\n\n"
+        "| Item: identifier length; Upper limit: 63 bytes\n\n| Item: columns per table; Upper limit: 1600"
+    )
+    assert [s.entry for s in strips_in_context(text, ("Limits",))] == [0, 1, 0, 0, 0, 2, 3]
+
+
+def test_a_caption_of_a_listing_or_table_is_no_sentence():
+    # DocBook titles each example: "Example 10.1. A static configuration" above the listing was glued
+    # to the paragraph after it and stated as "Example 10.1. [2] A static configuration The dhcp…".
+    text = (
+        "A static address is given with the address, netmask and gateway options.\n\n"
+        "Example 10.1. A static configuration\n\n```\niface eth0 inet static\n    address 192.168.0.3\n```\n\n"
+        "The dhcp method asks a DHCP server for the address instead.\n\n"
+        "Example 10.2.\n\n```\niface eth0 inet dhcp\n```\n\n"
+        "Table 3. Interface methods\n\n| Method: loopback; Use: the local interface\n\n"
+        "Add these two lines to the file:\n\n```\nauto eth0\n```"
+    )
+    assert [s.text for s in strips_in_context(text, ("10.2. Configuring the network",))] == [
+        "A static address is given with the address, netmask and gateway options.",
+        "The dhcp method asks a DHCP server for the address instead.",
+        "Method: loopback; Use: the local interface",
+        "Add these two lines to the file:",  # a sentence that introduces its code, no caption
+    ]
+
+
 def test_strips_carry_their_heading_term_and_the_sentence_a_pronoun_leans_on():
     text = (
         "## Identifiers\n\nAn identifier names a table or a column. It must be shorter than 64 bytes in the default build.\n\n"

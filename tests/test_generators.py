@@ -64,6 +64,43 @@ def test_sentences_from_other_verified_passages_do_not_pad_the_answer():
     assert generation.cited == [1] and generation.found
 
 
+def gated(n: int, text: str, section: tuple[str, ...]) -> EvidenceText:
+    """A passage as the gate hands it to the generator: its strips as an answer quotes them."""
+    from corpus.strips import strips_in_context
+
+    strips = strips_in_context(text, section)
+    return EvidenceText(
+        n, text, section[-1], sentences=tuple(s.shown for s in strips), judged=tuple(s.labelled for s in strips),
+        labels=tuple(s.label for s in strips), shows=tuple(s.shows for s in strips),
+        entries=tuple(s.entry for s in strips),
+    )  # fmt: skip
+
+
+def test_an_answer_states_its_own_entry_never_the_neighbours_of_its_list_or_a_caption():
+    """A handbook's list of /etc's directories: "which file configures the SSH server?" was answered
+    with the apache2 and samba items too (the judge rates them within the margin of the ssh item);
+    a listing's caption "Example 10.1." was stated with the paragraph after the listing."""
+    etc = gated(1, (
+        "The /etc/ directory holds the configuration of most services, one subdirectory each:\n\n"
+        "- apache2: Apache web server configuration;\n- exim4: Exim mail server configuration;\n"
+        "- network: the configuration of the network interfaces, read by ifup and ifdown at boot;\n"
+        "- samba: Samba file server configuration;\n"
+        "- ssh: the OpenSSH client and server configuration, sshd_config for the server;\n"
+    ), ("8.1. The /etc directory",))  # fmt: skip
+    generation = ExtractiveGenerator().generate("Which file configures the SSH server?", [etc])
+    assert generation.found and generation.text == (
+        "ssh: the OpenSSH client and server configuration, sshd_config for the server; [1]"
+    ), generation.text
+    network = gated(2, (
+        "A static address is given with the address, netmask and gateway options.\n\n"
+        "Example 10.1. A static configuration\n\n```\nauto eth0\niface eth0 inet static\n    address 192.168.0.3\n```\n\n"
+        "The dhcp method asks a DHCP server for the address instead.\n"
+    ), ("10.2. Configuring the network",))  # fmt: skip
+    generation = ExtractiveGenerator().generate("How is a static address given?", [network])
+    assert generation.found and generation.cited == [2]
+    assert generation.text == "A static address is given with the address, netmask and gateway options. [2]"
+
+
 def test_every_sentence_of_an_extractive_answer_is_cited_even_inside_a_joined_strip():
     from judges.grounding import answer_sentences
     from writeback.validation import attribution_score
