@@ -619,18 +619,32 @@ def test_the_ask_page_shows_a_real_models_answer_as_the_output_gate_passes_it(se
     assert errors == []
 
 
+VISITORS = (
+    "Visitors park in lot A by the main entrance. Lot A opens at 7 am on weekdays and at 9 am on Saturdays. "
+    "A visitor's permit is issued at reception on arrival. Overnight parking is not allowed in lot A."
+)
+
+
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)")
-def test_a_reader_marks_with_the_keyboard_the_sentence_that_answered_and_then_that_none_did(served_database, request):
-    """Where the answer was, on the ask page in a real browser against the production server: the
-    reader tabs from a source's title to its first sentence's "this answers it" and presses Enter;
-    the button shows pressed, the card thanks them, and the Mark row holds that sentence. Then "None
-    of these sources answers it" replaces it, on the page as in the row, and a reload still shows it."""
+def test_a_reader_marks_with_the_keyboard_the_sentence_that_answered_and_then_that_none_did(
+    served_database, request, tmp_path
+):
+    """Where the answer was, on the ask page in a real browser against the production server: a card
+    has one "this answers it" button, however many sentences it holds. The reader tabs from a
+    source's title to its chosen sentence, chooses the next with an arrow key, tabs to the button
+    and presses Enter; the button shows pressed, the card thanks them, and the Mark row holds that
+    sentence. A click on another sentence and one on the button move the mark. Then "None of these
+    sources answers it" replaces it, on the page as in the row, and a reload still shows it."""
     from playwright.sync_api import sync_playwright
 
     shots = SCREENSHOTS / request.node.name
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
-    manage("reader", "gwen", "--password-stdin", input="tern-willow-basalt-19\n")
+    # A passage of several sentences, in a collection only gwen reads (the other tests' answers stay).
+    grounds = tmp_path / "grounds.jsonl"
+    grounds.write_text(json.dumps({"id": "visitors", "title": "Visitors", "text": VISITORS}))
+    manage("ingest", str(grounds), "--collection", "grounds")
+    manage("reader", "gwen", "--password-stdin", "--collection", "grounds", input="tern-willow-basalt-19\n")
     errors = []
 
     def stored(response_id: str) -> dict:
@@ -639,6 +653,9 @@ def test_a_reader_marks_with_the_keyboard_the_sentence_that_answered_and_then_th
             "print(json.dumps({'user': m.user.username, 'n': m.evidence_n, 'sentence': m.sentence}))"
         )
         return json.loads(manage("shell", "-c", script).stdout.strip().splitlines()[-1])
+
+    def active(script: str):
+        return page.evaluate(f"(element => {script})(document.activeElement)")
 
     with served() as base, sync_playwright() as playwright:
         browser = chromium(playwright)
@@ -652,33 +669,53 @@ def test_a_reader_marks_with_the_keyboard_the_sentence_that_answered_and_then_th
         response_id = page.evaluate("new URLSearchParams(location.search).get('answer')")
         assert page.get_attribute("#mark-none", "aria-pressed") == "false"
 
-        # The keyboard alone: from the first source's title, Tab reaches its first sentence's button.
-        card = page.locator("#sources li.card").first
+        # One button per card, not one after each sentence.
+        cards = page.locator("#result li.card")
+        assert page.locator("#result li.card .sentence").count() > cards.count()  # a card of several sentences
+        assert 0 < page.locator("#result button.answers-it").count() <= cards.count()
+
+        # The keyboard alone: from the title of the card of several sentences, Tab reaches its chosen
+        # sentence, an arrow key chooses the next, Tab reaches the card's button, Enter marks.
+        card = next(c for c in page.locator("#sources li.card").all() if c.locator(".sentence").count() > 1)
         card.locator(".card-title a").focus()
-        for _ in range(6):
+        for _ in range(4):
             page.keyboard.press("Tab")
-            if page.evaluate("document.activeElement.matches('#sources button.answers-it')"):
+            if active("element.matches('#sources .sentence[role=radio]')"):
                 break
-        at = page.evaluate("[...document.querySelectorAll('button.answers-it')].indexOf(document.activeElement)")
-        assert at >= 0, page.evaluate("document.activeElement.outerHTML")
-        button = page.locator("button.answers-it").nth(at)
+        assert active("element.getAttribute('aria-checked')") == "true", active("element.outerHTML")
+        first = active("element.dataset.sentence")
+        page.keyboard.press("ArrowRight")
+        sentence = active("element.dataset.sentence")
+        assert sentence != first and active("element.getAttribute('aria-checked')") == "true"
+        page.keyboard.press("Tab")
+        button = card.locator("button.answers-it")
+        assert active("element.matches('button.answers-it')") and button.get_attribute("data-sentence") == sentence
         assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") != "none"  # focus shows
         assert button.get_attribute("aria-pressed") == "false"
-        n, sentence = int(button.get_attribute("data-n")), button.get_attribute("data-sentence")
+        n = int(button.get_attribute("data-n"))
         assert button.get_attribute("aria-label").startswith(f"This answers it: [{n}] {sentence.split()[0]}")
         page.keyboard.press("Enter")
         card.locator(".mark-note", has_text="Thanks: a curator will review it").wait_for()
         assert button.get_attribute("aria-pressed") == "true"
         assert page.locator("button.answers-it[aria-pressed=true]").count() == 1
+        assert card.locator(".sentence.marked").get_attribute("data-sentence") == sentence
         assert page.get_attribute("#mark-none", "aria-pressed") == "false"
         page.screenshot(path=str(shots / "1-sentence-marked.png"), full_page=True)
         assert stored(response_id) == {"user": "gwen", "n": n, "sentence": sentence}
+
+        # Two clicks: a sentence, then the button.
+        card.locator(".sentence", has_text=first).click()
+        assert button.get_attribute("aria-pressed") == "false"  # chosen, not yet marked
+        button.click()
+        card.locator(".sentence.marked", has_text=first).wait_for()
+        assert stored(response_id) == {"user": "gwen", "n": n, "sentence": first}
 
         # "None of these sources answers it": one mark at a time, here as on the server.
         page.click("#mark-none")
         page.locator("#mark-state", has_text="Thanks: a curator will review it").wait_for()
         assert page.get_attribute("#mark-none", "aria-pressed") == "true"
         assert page.locator("button.answers-it[aria-pressed=true]").count() == 0
+        assert page.locator(".sentence.marked").count() == 0
         assert card.locator(".mark-note").inner_text() == ""
         page.screenshot(path=str(shots / "2-none-marked.png"), full_page=True)
         assert stored(response_id) == {"user": "gwen", "n": None, "sentence": ""}
@@ -686,5 +723,24 @@ def test_a_reader_marks_with_the_keyboard_the_sentence_that_answered_and_then_th
         page.reload()  # the recorded answer, re-opened, with the reader's mark on it
         page.wait_for_selector("#actions:not([hidden])")
         assert page.get_attribute("#mark-none", "aria-pressed") == "true"
+
+        # A where-to-look answer (this one, recorded as Cairn words it): its headline is not said
+        # again in its body, nor a page's heading, its document's title, under the card's title.
+        page.evaluate(
+            """async (id) => {
+              const body = await (await fetch(`/api/v1/answers/${id}`)).json();
+              const cited = body.evidence.find((e) => e.n === body.citations[0].n);
+              cited.text = `# ${cited.title}\n\n${cited.text}`;
+              body.outcome = "where_to_look";
+              body.answer = `${WHERE_TO_LOOK}: ${body.answer}`;
+              render(body);
+            }""",
+            response_id,
+        )
+        assert page.inner_text("#headline") == "Cairn could not confirm an answer; these passages look closest"
+        assert not page.inner_text("#answer").startswith("Cairn could not confirm"), page.inner_text("#answer")
+        quote = page.locator("#sources li.card.cited blockquote").first
+        title = page.locator("#sources li.card.cited .card-title").first.inner_text()
+        assert not quote.inner_text().startswith(title), quote.inner_text()
         browser.close()
     assert errors == []

@@ -210,23 +210,58 @@ function locate(text, sentence, placed) {
   return null;
 }
 
-// The asker's "this answers it" for one sentence of passage n: a toggle showing the current mark.
-function answersIt(n, sentence) {
-  const button = el("button", {type: "button", className: "answers-it", textContent: "This answers it"});
+const excerpt = (sentence) => {
   const words = sentence.split(/\s+/).filter(Boolean);
-  const excerpt = words.slice(0, 10).join(" ") + (words.length > 10 ? "…" : "");
-  button.setAttribute("aria-label", `This answers it: [${n}] ${excerpt}`);
-  button.setAttribute("aria-pressed", "false");
+  return words.slice(0, 10).join(" ") + (words.length > 10 ? "…" : "");
+};
+
+// Is this sentence of passage n the asker's mark on the answer on show?
+const isMarked = (n, sentence) =>
+  Boolean(current && current.mark && !current.mark.none && current.mark.n === n && sameSentence(sentence, current.mark.sentence));
+
+// A passage's one "This answers it" button, which marks the sentence chosen among `choices`
+// ({node, sentence}, in reading order): a click on a sentence, or Enter or Space on it, chooses it,
+// and the arrow keys move between them, so a card is two stops of the Tab key and one or two clicks
+// (a button after every sentence of every card gave a handbook answer of eight cards over forty).
+// `first`: the sentence chosen to begin with, the answer's own where it quotes the passage.
+function answersIt(n, choices, first) {
+  const button = el("button", {type: "button", className: "answers-it", textContent: "This answers it"});
   button.dataset.n = n;
-  button.dataset.sentence = sentence;
-  button.addEventListener("click", () => mark({n, sentence}, button));
+  button.choose = (index, focus = false) => {
+    choices.forEach(({node}, i) => {
+      node.setAttribute("aria-checked", String(i === index));
+      node.tabIndex = i === index ? 0 : -1; // one stop per card: the chosen sentence
+    });
+    const {node, sentence} = choices[index];
+    if (focus) node.focus();
+    button.dataset.sentence = sentence;
+    button.setAttribute("aria-label", `This answers it: [${n}] ${excerpt(sentence)}`);
+    button.setAttribute("aria-pressed", String(isMarked(n, sentence)));
+  };
+  choices.forEach(({node}, i) => {
+    node.setAttribute("role", "radio");
+    node.addEventListener("click", () => button.choose(i));
+    node.addEventListener("keydown", (event) => {
+      const step = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1}[event.key];
+      if (step) button.choose((i + step + choices.length) % choices.length, true);
+      else if (event.key === " " || event.key === "Enter") button.choose(i);
+      else return;
+      event.preventDefault();
+    });
+  });
+  button.choose(first);
+  button.addEventListener("click", () => mark({n, sentence: button.dataset.sentence}, button));
   return button;
 }
 
-// A passage as shown, its sentences (strips) each followed by its "this answers it" button when the
-// passage may be marked; the sentences the shown text does not hold as such listed after it.
+// A passage as shown, its sentences (strips) each one to choose when the passage may be marked;
+// the sentences the shown text does not hold as such listed after it.
 function passage(item, strips) {
-  const text = readable(item.text);
+  let text = readable(item.text);
+  // A page's passage that opens with its heading, which is the document's title, does not say it
+  // again under the card's title.
+  const [opening, ...rest] = text.split("\n");
+  if (item.title && rest.length && sameSentence(opening, item.title)) text = rest.join("\n").trim();
   const spans = highlights(text, strips);
   const sentences = item.origin === "corpus" && item.chunk_id ? item.strips.map((s) => s.text).filter((s) => s.trim()) : [];
   const placed = [];
@@ -237,18 +272,23 @@ function passage(item, strips) {
     else apart.push(sentence);
   }
   placed.sort((a, b) => a[0] - b[0]);
+  const choices = [];
+  const choice = (sentence, ...children) => {
+    const node = el("span", {className: "sentence"}, ...children);
+    node.dataset.sentence = sentence;
+    choices.push({node, sentence});
+    return node;
+  };
   const nodes = [];
   let from = 0;
   for (const [start, end, sentence] of placed) {
-    nodes.push(...highlighted(text, spans, from, start),
-      el("span", {className: "sentence"}, ...highlighted(text, spans, start, end), " ", answersIt(item.n, sentence)));
+    nodes.push(...highlighted(text, spans, from, start), choice(sentence, ...highlighted(text, spans, start, end)));
     from = end;
   }
   nodes.push(...highlighted(text, spans, from));
-  const list = apart.length
-    ? el("ul", {className: "sentences"}, ...apart.map((s) => el("li", {}, el("span", {className: "sentence"}, s, " ", answersIt(item.n, s)))))
-    : null;
-  return {nodes, list, markable: sentences.length > 0};
+  const list = apart.length ? el("ul", {className: "sentences"}, ...apart.map((s) => el("li", {}, choice(s, s)))) : null;
+  const first = Math.max(0, choices.findIndex(({sentence}) => strips.some((s) => sameSentence(s, sentence))));
+  return {nodes, list, button: choices.length ? answersIt(item.n, choices, first) : null};
 }
 
 // A chunk's block syntax (headings "# ", fenced code, ": " definitions, "- " items, "| " rows) as plain lines.
@@ -276,15 +316,20 @@ function card(item, strips, cited) {
   const shown = passage(item, strips);
   const quote = el("blockquote", {}, ...shown.nodes);
   if (!cited) quote.className = "plain";
+  const sentences = el("div", {}, quote, shown.list);
+  let row = null; // the card's "This answers it"
   let note = null; // where this card confirms the asker's mark
-  if (shown.markable) {
+  if (shown.button) {
+    sentences.setAttribute("role", "radiogroup");
+    sentences.setAttribute("aria-label", `The sentences of [${item.n}]: choose the one that answers it`);
+    row = el("div", {className: "mark-row"}, shown.button);
     note = el("p", {className: "meta mark-note"});
     note.setAttribute("role", "status");
   }
   return el("li", {id: `source-${item.n}`, className: cited ? "card cited" : "card", value: item.n},
     el("div", {className: "card-title"}, title),
     el("div", {className: "meta"}, provenance.join(" · "), place && provenance.length ? " · " : null, place),
-    quote, shown.list, note);
+    sentences, row, note);
 }
 
 function render(body) {
@@ -302,7 +347,9 @@ function render(body) {
   const sure = body.outcome === "answered" && body.confidence !== null;
   $("confidence").textContent = sure ? `Confidence ${Math.round(body.confidence * 100)}%` : "";
   $("confidence").hidden = !sure;
-  $("answer").replaceChildren(...linked(body.answer));
+  // What a where-to-look or disputed answer opens with is its headline: not said again below it.
+  const opening = OPENINGS.find((o) => body.answer.startsWith(o)) || "";
+  $("answer").replaceChildren(...linked(body.answer.slice(opening.length).trim()));
   // A dispute: neither passage is taken as the answer; their cards say where each comes from.
   $("disagreement").hidden = !body.answer.startsWith(DISAGREE);
   // The output gate: what of the model's answer the sources did not support (the sentences under Details).
@@ -315,7 +362,6 @@ function render(body) {
   // What to mark in each cited passage: the answer's own sentences that cite it, where they are
   // quoted word for word (the extractive answer, a where-to-look answer's best sentences, without
   // its opening); else the strips the answer was written from.
-  const opening = OPENINGS.find((o) => body.answer.startsWith(o)) || "";
   const quoted = {};
   for (const [, sentence, marks] of body.answer.slice(opening.length).matchAll(/(.*?)((?:\s*\[\d+\])+)/g)) {
     for (const [, n] of marks.matchAll(/\[(\d+)\]/g)) (quoted[n] ||= []).push(sentence.trim());
@@ -382,12 +428,15 @@ async function feedback(payload, thanks) {
   $("feedback-state").textContent = response.ok ? thanks : errorText(body);
 }
 
-// The mark on show: the one pressed button (a sentence's, or "none of these sources").
+// The mark on show (current.mark): its sentence highlighted and chosen on its card, that card's
+// button pressed, or "none of these sources" pressed.
 function showMark(mark) {
   for (const button of $("result").querySelectorAll("button.answers-it")) {
-    const on = Boolean(mark && !mark.none && Number(button.dataset.n) === mark.n && sameSentence(button.dataset.sentence, mark.sentence));
-    button.setAttribute("aria-pressed", String(on));
-    button.closest(".sentence").classList.toggle("marked", on);
+    const n = Number(button.dataset.n);
+    const nodes = [...button.closest(".card").querySelectorAll(".sentence[role=radio]")];
+    const marked = nodes.findIndex((node) => isMarked(n, node.dataset.sentence));
+    nodes.forEach((node, i) => node.classList.toggle("marked", i === marked));
+    button.choose(marked >= 0 ? marked : Math.max(0, nodes.findIndex((node) => node.getAttribute("aria-checked") === "true")));
   }
   $("mark-none").setAttribute("aria-pressed", String(Boolean(mark && mark.none)));
 }
@@ -438,7 +487,7 @@ $("reason").addEventListener("submit", (event) => {
 });
 
 $("copy").addEventListener("click", async () => {
-  const text = $("answer").textContent;
+  const text = current ? current.answer : $("answer").textContent; // with its opening, which the headline shows
   try {
     await navigator.clipboard.writeText(text);
   } catch {
