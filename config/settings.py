@@ -273,6 +273,9 @@ CAIRN_SYNC_UPLOAD_BYTES = env_int("CAIRN_SYNC_UPLOAD_BYTES", 256 * 1024, minimum
 # (corpus/originals.py): on this disk by default; in an S3-compatible bucket through django-storages
 # when CAIRN_ORIGINALS_S3_BUCKET is set (docs/loading-documents.md).
 CAIRN_ORIGINALS_DIR = Path(env_str("CAIRN_ORIGINALS_DIR", str(CAIRN_DATA_DIR / "originals"))).resolve()
+# The judges adapted to each collection, and the teacher's replies they learned from
+# (pipeline/judge_adaptation.py): workers write here, every web host reads the serving ones.
+CAIRN_ADAPTATION_DIR = Path(env_str("CAIRN_ADAPTATION_DIR", str(CAIRN_DATA_DIR / "adaptation"))).resolve()
 _originals_bucket = env_str("CAIRN_ORIGINALS_S3_BUCKET", "")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

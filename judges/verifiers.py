@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Protocol
 
@@ -297,15 +300,31 @@ def get_entailment_model() -> EntailmentModel:
     return _loaded(CrossEncoderEntailment, settings.CAIRN_NLI_MODEL)
 
 
+# The judges adapted to the collection a question is asked of (answer judge, relevance evaluator;
+# blank: the setting's), set around each step of answering it (judges_serving).
+_serving: ContextVar[tuple[str, str]] = ContextVar("cairn_serving_judges", default=("", ""))
+
+
+@contextmanager
+def judges_serving(answer_model: str = "", relevance_model: str = "") -> Iterator[None]:
+    """Within the block, get_answer_judge and get_relevance_model give these models (a blank path:
+    the shipped one). Each stays loaded once per process, like the shipped ones."""
+    token = _serving.set((answer_model, relevance_model))
+    try:
+        yield
+    finally:
+        _serving.reset(token)
+
+
 def get_relevance_model() -> RelevanceModel:
-    """Return this process's relevance model (CAIRN_RELEVANCE_MODEL), loading it on first call."""
-    return _loaded(CrossEncoderRelevance, settings.CAIRN_RELEVANCE_MODEL)
+    """Return the relevance model serving now (judges_serving, else CAIRN_RELEVANCE_MODEL), loading it on first call."""
+    return _loaded(CrossEncoderRelevance, _serving.get()[1] or settings.CAIRN_RELEVANCE_MODEL)
 
 
 def get_answer_judge() -> RelevanceModel:
-    """Return this process's answer judge (CAIRN_ANSWER_MODEL): `score(question, sentences)`, one
-    P(the sentence states an answer) each, loading it on first call."""
-    return _loaded(CrossEncoderAnswerJudge, settings.CAIRN_ANSWER_MODEL)
+    """Return the answer judge serving now (judges_serving, else CAIRN_ANSWER_MODEL): `score(question,
+    sentences)`, one P(the sentence states an answer) each, loading it on first call."""
+    return _loaded(CrossEncoderAnswerJudge, _serving.get()[0] or settings.CAIRN_ANSWER_MODEL)
 
 
 def verifiers_loaded() -> bool:

@@ -130,6 +130,17 @@ class GeneratorUnavailable(Exception):
     """The generator cannot answer now (server down, timeout, error reply)."""
 
 
+class RequestRefused(GeneratorUnavailable):
+    """The model server answered the request with an error status: up, but not taking it as asked."""
+
+
+# The forms of a structured reply's request, the standard first (see OpenAIGenerator.complete_json).
+JSON_FORMS = (
+    lambda schema: {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": True}},
+    lambda schema: {"type": "json_object", "schema": schema},
+)
+
+
 class Generator(Protocol):
     name: str
 
@@ -409,6 +420,7 @@ class OpenAIGenerator:
         if not base_url:
             raise GeneratorUnavailable("CAIRN_OPENAI_BASE_URL is not set")
         self.model, self.timeout, self.context, self.max_tokens = model, timeout, context, max_tokens
+        self.json_form = None  # which of JSON_FORMS this server took
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.Client(
             base_url=base_url.rstrip("/") + "/",
@@ -432,7 +444,7 @@ class OpenAIGenerator:
                     log.warning(
                         "%s server answered HTTP %s: %r", self.name, response.status_code, response.read()[:2000]
                     )
-                    raise GeneratorUnavailable(f"{self.name} server answered HTTP {response.status_code}")
+                    raise RequestRefused(f"{self.name} server answered HTTP {response.status_code}")
                 for line in response.iter_lines():
                     if time.monotonic() > deadline:
                         raise GeneratorUnavailable(f"{self.name} server still writing after {self.timeout:g} s")
@@ -472,11 +484,20 @@ class OpenAIGenerator:
         return "".join(self._pieces([{"role": "user", "content": prompt}], temperature=temperature)).strip()
 
     def complete_json(self, messages: list[dict], schema: dict, *, temperature: float = 0.0) -> object:
-        """The model's reply to `messages` held to the JSON `schema` (`response_format`, which
-        llama.cpp, vLLM and OpenAI honour by constraining what the model may write)."""
-        response_format = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": True}}
-        return parsed_json("".join(self._pieces(messages, temperature=temperature, response_format=response_format)),
-                           self.name)  # fmt: skip
+        """The model's reply to `messages` held to the JSON `schema` by `response_format`, which the
+        server honours by constraining what the model may write. OpenAI, vLLM and llama.cpp's own
+        server take OpenAI's form ("json_schema"); llama-cpp-python's server refuses it and takes
+        the schema in "json_object". The first form this server accepts is kept for the next call."""
+        forms = [self.json_form] if self.json_form else list(JSON_FORMS)
+        for form in forms:
+            try:
+                written = "".join(self._pieces(messages, temperature=temperature, response_format=form(schema)))
+            except RequestRefused:
+                if form is forms[-1]:
+                    raise
+                continue
+            self.json_form = form
+            return parsed_json(written, self.name)
 
 
 def _delta(data: str) -> str:

@@ -24,6 +24,7 @@ from corpus.admin import CuratedAdmin
 from corpus.models import Chunk, Collection
 from corpus.selectors import chunks_in_scope, collections_curated_by, user_is_curator
 from pipeline.adaptation import confidence_adapt, confidence_adapt_enqueue
+from pipeline.judge_adaptation import judge_version_retire
 from pipeline.misses import (
     MissGroup,
     group_phrasings,
@@ -42,7 +43,7 @@ from writeback.lessons import (
     lesson_written,
     lessons_recheck,
 )
-from writeback.models import Adaptation, Gap, Lesson, Mark
+from writeback.models import Adaptation, Gap, JudgeVersion, Lesson, Mark
 
 SEARCH_MAX_CHARS = 2000  # the ask API's longest question
 
@@ -385,3 +386,40 @@ class AdaptationAdmin(CuratorsAdmin):
         for adaptation in queryset.select_related("collection"):
             confidence_adapt(adaptation.collection, actor=request.user)
         self.message_user(request, f"Refitted {queryset.count()} collection(s).")
+
+
+@admin.register(JudgeVersion)
+class JudgeVersionAdmin(CuratorsAdmin):
+    """Which judges answer each collection and since when (pipeline/judge_adaptation.py): each
+    adaptation run, what the held-out questions said, and why a version was kept back. Retiring the
+    serving version goes back to the one before it, or to the shipped judges; audited."""
+
+    list_display = ["collection", "version", "status", "judges", "held_out", "status_changed_at", "created_at"]
+    list_filter = ["status"]
+    list_select_related = ["collection"]
+    fields = ["collection", "version", "status", "answer_model", "relevance_model", "figures", "created_at",
+              "status_changed_at"]  # fmt: skip
+    readonly_fields = fields
+    actions = ["retire"]
+
+    @admin.display(description="adapted")
+    def judges(self, obj):
+        adapted = [
+            name for name, path in (("answer judge", obj.answer_model), ("relevance", obj.relevance_model)) if path
+        ]
+        return ", ".join(adapted) or "none (shipped)"
+
+    @admin.display(description="held out: shipped → adapted")
+    def held_out(self, obj):
+        shipped, adapted = obj.figures.get("held_out_shipped"), obj.figures.get("held_out_adapted")
+        if not (shipped and adapted):
+            return obj.figures.get("why", "")
+        return (f"answer top-1 {shipped['answer_top1']:.2f} → {adapted['answer_top1']:.2f}; "
+                f"relevance MRR {shipped['relevance_mrr']:.2f} → {adapted['relevance_mrr']:.2f}")  # fmt: skip
+
+    @admin.action(description="Retire: go back to the version before, or the shipped judges")
+    def retire(self, request, queryset):
+        rows = list(queryset.filter(status=JudgeVersion.Status.SERVING).select_related("collection"))
+        for row in rows:
+            judge_version_retire(row, actor=request.user)
+        self.message_user(request, f"Retired {len(rows)} version(s).")

@@ -40,7 +40,7 @@ from corpus.selectors import (
     question_terms,
 )
 from corpus.strips import Strip, strips_of
-from judges.verifiers import get_answer_judge, get_entailment_model, get_relevance_model
+from judges.verifiers import get_answer_judge, get_entailment_model, get_relevance_model, judges_serving
 from pipeline.conversations import Turn, follows_on, standalone, turns_within
 from pipeline.gate import Action, Bucket, Candidate, Gate, action_for, answerable_relevances, candidate_from_hit
 from pipeline.gate import refine as refine_strips
@@ -64,7 +64,7 @@ from reputation.services import credits_record
 from writeback.lessons import lessons_recheck, same_sentence
 from writeback.models import Lesson
 from writeback.proposals import writeback_propose
-from writeback.selectors import LessonMatch, confidence_shifts, critiques_similar, lessons_near
+from writeback.selectors import LessonMatch, confidence_shifts, critiques_similar, judges_for, lessons_near
 from writeback.tasks import writeback_validate_enqueue
 
 
@@ -578,15 +578,22 @@ def pipeline_events(state: QueryState, stages: Sequence[Stage] = STAGES) -> Iter
     """pipeline_run, one Progress at a time: each finished stage with what it found, and the
     answer's text as the generate stage writes it."""
     started_all = time.perf_counter()
+    judges = judges_for(user=state.user, collection_ids=state.collection_ids)
     for stage in stages:
         if stage is record:
             state.timings_ms["total"] = round((time.perf_counter() - started_all) * 1000, 2)
         started = time.perf_counter()
         if stage is generate:
-            for piece in generating(state):
+            pieces = generating(state)
+            while True:  # the collection's judges serve each step, and never the caller between them
+                with judges_serving(*judges):
+                    piece = next(pieces, None)
+                if piece is None:
+                    break
                 yield Progress("text", {"restart": True} if piece is RESTART else {"text": piece})
         else:
-            stage(state)
+            with judges_serving(*judges):
+                stage(state)
         state.timings_ms[stage.__name__] = round((time.perf_counter() - started) * 1000, 2)
         yield Progress(
             "stage", {"stage": stage.__name__, "ms": state.timings_ms[stage.__name__]} | _found(state, stage)

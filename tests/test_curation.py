@@ -16,7 +16,7 @@ from readers.extract import ExtractedDocument
 from tests.conftest import SALARY, client_for
 from tests.mcp_client import mcp_tool
 from writeback.lessons import gap_record, lesson_create, mark_record
-from writeback.models import Gap, Lesson, WriteBack
+from writeback.models import Gap, JudgeVersion, Lesson, WriteBack
 from writeback.proposals import writeback_propose, writeback_publish
 
 
@@ -368,6 +368,13 @@ def test_the_access_matrix_has_no_unexpected_allow(persona, hr, alice, charlie, 
         == 200,  # fmt: skip
         "api retract": api.post(f"/api/v1/documents/{document.id}/retract", {}, format="json").status_code == 200,
     }
+    # hr's adapted judges: which serve it, and going back to the shipped ones.
+    judges = JudgeVersion.objects.create(collection=hr, version=1, status=JudgeVersion.Status.SERVING,
+                                         answer_model=str(settings.CAIRN_ANSWER_MODEL))  # fmt: skip
+    allowed["admin judge version"] = web.get(f"/admin/writeback/judgeversion/{judges.id}/change/").status_code == 200
+    web.post("/admin/writeback/judgeversion/", {"action": "retire", "_selected_action": [judges.id]})
+    judges.refresh_from_db()
+    allowed["admin retire judge version"] = judges.status == JudgeVersion.Status.RETIRED
     # The MCP tools: search over all the persona reads (the pipeline's own filter), ask within hr.
     found = mcp_tool(user, "search", {"question": "When are salary bands reviewed?", "mode": "fast"})
     answered = mcp_tool(user, "ask", {"question": "When are salary bands reviewed?", "mode": "fast",

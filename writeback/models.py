@@ -248,6 +248,34 @@ class Adaptation(models.Model):
         return f"{self.collection}: {self.confidence_shift:+.2f} ({'serving' if self.serving else 'not serving'})"
 
 
+class JudgeVersion(models.Model):
+    """The answer judge and relevance evaluator adapted to one collection (pipeline/judge_adaptation.py),
+    one row a run. A judge serves the collection only when it beat the shipped one on the held-out part
+    of its questions; the newest serving version answers, and retiring it goes back to the one before
+    (or to the shipped judges). Its files are under CAIRN_DATA_DIR, which every web host must see."""
+
+    class Status(models.TextChoices):
+        SERVING = "serving", "serving"
+        KEPT_BACK = "kept_back", "kept back: not better than the shipped judges"
+        RETIRED = "retired", "retired"
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="judge_versions")
+    version = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices)
+    answer_model = models.CharField(max_length=500, blank=True, help_text="Adapted answer judge; blank: shipped.")
+    relevance_model = models.CharField(max_length=500, blank=True, help_text="Adapted evaluator; blank: shipped.")
+    figures = models.JSONField(default=dict, blank=True, help_text="Teacher, questions, held-out scores, why.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    status_changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["collection", "version"], name="judge_version_once")]
+        ordering = ["collection", "-version"]
+
+    def __str__(self) -> str:
+        return f"{self.collection} v{self.version}: {self.status}"
+
+
 class ExperienceLog(models.Model):
     """One validated answer, accepted or not, with its scores: the record the experience store keeps."""
 

@@ -13,7 +13,7 @@ from pgvector.django import CosineDistance
 
 from corpus.models import Collection, Document
 from corpus.selectors import chunks_in_scope, collections_curated_by, collections_quoted_by, collections_readable_by
-from writeback.models import Adaptation, Critique, Lesson, LessonQuestion, WriteBack
+from writeback.models import Adaptation, Critique, JudgeVersion, Lesson, LessonQuestion, WriteBack
 from writeback.proposals import same_question_candidates
 
 
@@ -164,3 +164,21 @@ def confidence_shifts(collection_ids) -> dict[int, float]:
             "collection_id", "confidence_shift"
         )
     )
+
+
+def judges_for(*, user: AbstractBaseUser, collection_ids: Sequence[int] | None = None) -> tuple[str, str]:
+    """The (answer judge, relevance evaluator) a question is judged with: the newest serving version
+    adapted to its collection when it searches exactly one (those asked for, else all `user` may
+    read); blank for the shipped ones. A question over several collections is judged by the
+    shipped judges, so that their scores stand on one scale across collections."""
+    collections = collections_readable_by(user=user)
+    if collection_ids is not None:
+        collections = collections.filter(id__in=list(collection_ids))
+    ids = list(collections.values_list("id", flat=True)[:2])
+    if len(ids) != 1:
+        return "", ""
+    serving = (
+        JudgeVersion.objects.filter(collection_id=ids[0], status=JudgeVersion.Status.SERVING)
+        .order_by("-version").values_list("answer_model", "relevance_model").first()
+    )  # fmt: skip
+    return serving or ("", "")
