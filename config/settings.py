@@ -276,6 +276,9 @@ CAIRN_ORIGINALS_DIR = Path(env_str("CAIRN_ORIGINALS_DIR", str(CAIRN_DATA_DIR / "
 # The judges adapted to each collection, and the teacher's replies they learned from
 # (pipeline/judge_adaptation.py): workers write here, every web host reads the serving ones.
 CAIRN_ADAPTATION_DIR = Path(env_str("CAIRN_ADAPTATION_DIR", str(CAIRN_DATA_DIR / "adaptation"))).resolve()
+# Adapt a collection's judges in the background once this share of its passages is new or changed
+# since it was last adapted (0: only by `manage.py adapt`). Needs PyTorch on the worker host.
+CAIRN_ADAPT_CHANGED_SHARE = env_float("CAIRN_ADAPT_CHANGED_SHARE", 0.0, minimum=0.0)
 _originals_bucket = env_str("CAIRN_ORIGINALS_S3_BUCKET", "")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -22,6 +22,7 @@ from corpus.instructions import addresses_a_model
 from corpus.lifecycle import documents_changed
 from corpus.models import Chunk, Collection, Document, Upload
 from corpus.originals import OriginalFile, originals_for, originals_keep
+from corpus.signals import collection_text_changed
 from readers import locations
 from readers.extract import ExtractedDocument, ExtractionError, ExtractionFailure, content_problem, extract_bytes
 
@@ -171,6 +172,8 @@ def documents_ingest(
             originals_keep(collection=collection, files=files)
         if on_progress:
             on_progress(len(batch), chunk_count)
+    if report.added or report.updated:
+        collection_text_changed.send(sender=Collection, collection=collection)
     return report
 
 

@@ -3,10 +3,14 @@ who may read a collection is a state change that matters. The acting user is not
 the admin records it in its own history, the audit row says what changed."""
 
 from django.db.models.signals import m2m_changed, pre_save
-from django.dispatch import receiver
+from django.dispatch import Signal, receiver
 
 from corpus.audit import audit
 from corpus.models import Collection
+
+# Sent after an ingest added or changed documents of `collection` (corpus.services.documents_ingest):
+# what rests on a collection's text (the judges adapted to it) may listen from the layers above.
+collection_text_changed = Signal()
 
 
 def _groups_changed(field: str, role: str, instance, action, reverse, pk_set) -> None:

@@ -18,13 +18,13 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
 from corpus.audit import audit
 from corpus.embedder import get_embedder
-from corpus.models import Collection
+from corpus.models import Chunk, Collection, Document
 from corpus.selectors import chunk_search
 from corpus.strips import Strip, section_of, strips_in_context
 from judges.corpus_questions import SectionChunk, collection_chunks
@@ -263,19 +263,53 @@ def judge_version_retire(row: JudgeVersion, *, actor) -> JudgeVersion:
 
 
 ADAPT_TASK = "pipeline.judge_adaptation.judges_adapt_task"
+_LOCK_SPACE = 6262  # the advisory locks' first key: adaptation, apart from the sources' one-key locks
+
+
+def changed_share(collection: Collection) -> float:
+    """The share of the collection's passages in documents added or changed since its last
+    adaptation (all of them when it has none)."""
+    chunks = Chunk.objects.filter(document__collection=collection, document__status=Document.Status.ACTIVE)
+    total = chunks.count()
+    last = collection.judge_versions.order_by("-version").values_list("created_at", flat=True).first()
+    if not total or last is None:
+        return 1.0 if total else 0.0
+    return chunks.filter(document__updated_at__gt=last).count() / total
+
+
+def adapt_when_changed(sender, collection: Collection, **kwargs) -> None:
+    """After an ingest (corpus.signals.collection_text_changed): adapt in the background once enough
+    of the collection's text is new since its last adaptation (CAIRN_ADAPT_CHANGED_SHARE; 0: never)."""
+    share = settings.CAIRN_ADAPT_CHANGED_SHARE
+    if share > 0 and changed_share(collection) >= share:
+        async_task(ADAPT_TASK, collection.id, task_name=f"adapt-judges-{collection.id}", group="adaptation")
 
 
 def judges_adapt_task(collection_id: int) -> str:
-    """The background adaptation (django-q2): the deployment's model server as teacher when one is
-    configured and reachable, else the cached replies. Training needs PyTorch on the worker host."""
-    collection = Collection.objects.get(id=collection_id)
-    llm, model = configured_teacher()
+    """The background adaptation (django-q2): the deployment's model server as teacher, when one is
+    configured, else the cached replies. One run per collection at a time (an advisory lock), and a
+    task queued twice by one sync finds the first one's version and stops. Training needs PyTorch
+    on the worker host."""
+    collection = Collection.objects.filter(id=collection_id).first()
+    if collection is None:
+        return "no such collection"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_SPACE, collection_id])
+        if not cursor.fetchone()[0]:
+            return "already adapting"
     try:
-        row = judges_adapt(collection, llm=llm, model=model)
-    except AdaptationUnfinished:
-        async_task(ADAPT_TASK, collection_id)  # continue from the checkpoint
-        return "continuing"
-    return str(row)
+        if settings.CAIRN_ADAPT_CHANGED_SHARE > 0 and changed_share(collection) < settings.CAIRN_ADAPT_CHANGED_SHARE:
+            return "adapted since"
+        llm, model = configured_teacher()
+        try:
+            row = judges_adapt(collection, llm=llm, model=model)
+        except AdaptationUnfinished:
+            async_task(ADAPT_TASK, collection_id, task_name=f"adapt-judges-{collection_id}", group="adaptation")
+            return "continuing from the checkpoint"
+        return str(row)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_SPACE, collection_id])
 
 
 def configured_teacher():

@@ -48,11 +48,11 @@ SETTINGS = [
 ]
 
 
-def manual(tmp_path, entries: int = 30) -> str:
-    """A configuration manual of `entries` settings, one section each: what it sets, its default,
-    what must restart after a change."""
+def manual(tmp_path, entries: int = 30, *, page: str = "lumen.md", first: int = 0) -> str:
+    """A configuration manual's `page` of `entries` settings from the `first`, one section each: what
+    it sets, its default, what must restart after a change."""
     lines = ["# Lumen configuration reference", ""]
-    for i in range(entries):
+    for i in range(first, first + entries):
         name, what, default, service = SETTINGS[i % len(SETTINGS)]
         name = f"{name}_{i}"
         lines += [f"## {name}", "",
@@ -61,7 +61,7 @@ def manual(tmp_path, entries: int = 30) -> str:
                   f"Changing {name} requires a restart of {service} before it takes effect.", ""]  # fmt: skip
     folder = tmp_path / "manual"
     folder.mkdir(exist_ok=True)
-    (folder / "lumen.md").write_text("\n".join(lines))
+    (folder / page).write_text("\n".join(lines))
     return str(folder)
 
 
@@ -178,3 +178,23 @@ def test_adapting_what_cannot_be_adapted_is_a_clear_error_or_a_version_kept_back
     reader = User.objects.create_user("lumen-reader")
     reader.groups.add(*collection.groups.all())
     assert judges_for(user=reader, collection_ids=None) == ("", "")  # kept back: the shipped judges
+
+
+def test_an_ingest_that_changes_enough_text_queues_one_adaptation_and_a_second_task_finds_it_done(tmp_path, settings):
+    from django_q.models import OrmQ
+
+    from pipeline.judge_adaptation import ADAPT_TASK, changed_share, judges_adapt_task
+
+    collection, _ = collection_get_or_create(slug="lumen", group_names=["lumen-readers"])
+    settings.CAIRN_ADAPT_CHANGED_SHARE = 0.0
+    call_command("ingest", manual(tmp_path, entries=4), collection="lumen", verbosity=0)
+    assert OrmQ.objects.count() == 0  # off by default: adapting is `manage.py adapt`
+    settings.CAIRN_ADAPT_CHANGED_SHARE = 0.5
+    call_command("ingest", manual(tmp_path, entries=5, page="more.md", first=4), collection="lumen", verbosity=0)
+    queued = [q.task for q in OrmQ.objects.all()]
+    assert [(t["func"], t["args"]) for t in queued] == [(ADAPT_TASK, (collection.id,))]
+
+    assert judges_adapt_task(collection.id).startswith("lumen v1: kept_back")  # nothing cached: too few questions
+    assert changed_share(collection) == 0.0
+    assert judges_adapt_task(collection.id) == "adapted since"  # the same sync's second task
+    assert collection.judge_versions.count() == 1
