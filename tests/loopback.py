@@ -90,10 +90,13 @@ def searxng(results_for: Callable[[str], list[dict]]) -> LoopbackServer:
 
 
 def ollama(
-    chat: Callable[[list[dict], dict], str], generate: Callable[[str, dict], str] | None = None
+    chat: Callable[[list[dict], dict], str],
+    generate: Callable[[str, dict], str] | None = None,
+    requests: list[dict] | None = None,
 ) -> LoopbackServer:
     """Ollama's HTTP API: /api/chat and /api/generate, streamed (NDJSON) or not, plus /api/tags.
-    `chat(messages, options)` and `generate(prompt, options)` script the model's replies."""
+    `chat(messages, options)` and `generate(prompt, options)` script the model's replies; each
+    request's body is appended to `requests` when given."""
 
     def meta(model: str) -> dict:
         return {"model": model, "created_at": "2026-11-22T00:00:00Z"}
@@ -104,6 +107,8 @@ def ollama(
     def handle(method, path, query, body):
         if path == "/api/tags":
             return 200, {"models": [{"name": "llama3.2:3b", "model": "llama3.2:3b"}]}
+        if requests is not None:
+            requests.append(body)
         model = body.get("model", "")
         options = body.get("options") or {}
         if path == "/api/chat":

@@ -167,6 +167,17 @@ def test_ollama_generator_sends_numbered_evidence_and_keeps_only_real_citations(
     assert generation.cited == [2, 5] and "[9]" in generation.notes[0]
 
 
+def test_ollama_answers_under_a_json_schema_and_a_reply_that_is_not_json_is_unavailable():
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    requests, replies = [], iter(['{"n": 3}', "three"])
+    with loopback.ollama(lambda messages, options: next(replies), requests=requests) as server:
+        llm = OllamaGenerator(server.url, "llama3.2:3b", timeout=5)
+        assert llm.complete_json([{"role": "user", "content": "How many?"}], schema) == {"n": 3}
+        with pytest.raises(GeneratorUnavailable, match="not JSON"):
+            llm.complete_json([{"role": "user", "content": "How many?"}], schema)
+    assert requests[0]["format"] == schema and requests[0]["stream"] is False  # Ollama holds the model to it
+
+
 def test_the_loopback_server_streams_like_ollama():
     with loopback.ollama(lambda messages, options: "streamed reply here", lambda prompt, options: "a b") as server:
         client = ollama.Client(host=server.url)
