@@ -130,6 +130,19 @@ def _flat(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "'": '"', "`": ""})
+
+
+def _matchable(text: str) -> str:
+    """Text as a quote is matched: spacing, case, quotation marks and code ticks aside, which the
+    teacher changes when it copies ("the order…" quoted as "The order…")."""
+    return _flat(text).translate(_QUOTES).lower().rstrip(".")
+
+
+# The examples' made-up product: a question that names it copied the example, not the passage.
+_EXAMPLE_WORDS = frozenset({"lumen", "lumend", "lumenctl"})
+
+
 def content_words(text: str) -> set[str]:
     return {w.strip("./-") for w in _WORD.findall(text.lower()) if w.strip("./-") not in _STOP} - {""}
 
@@ -147,8 +160,8 @@ def question_key(question: str) -> str:
 def answering_strip(sentence: str, strips: list[Strip]) -> Strip | None:
     """The strip that holds the quoted sentence (or that the sentence holds, when the quote runs
     over a strip's end): the one sharing the most of its words."""
-    flat = _flat(sentence).rstrip(".")
-    holding = [s for s in strips if flat in _flat(s.text) or _flat(s.text).rstrip(".") in flat]
+    flat = _matchable(sentence)
+    holding = [s for s in strips if flat in _matchable(s.text) or _matchable(s.text) in flat]
     if not holding:
         return None
     words = content_words(flat)
@@ -164,7 +177,8 @@ def validated(reply: object, chunk: SectionChunk, seen: set[str]) -> tuple[list[
         dropped["not the schema"] += 1
         return [], dropped
     strips = strips_in_context(chunk.text, section_of(chunk.heading))
-    text = _flat(chunk.text)
+    text = _matchable(chunk.text)
+    own_words = content_words(chunk.text)
     kept = []
     for item in items:
         question = _flat(str(item.get("question", ""))) if isinstance(item, dict) else ""
@@ -172,8 +186,10 @@ def validated(reply: object, chunk: SectionChunk, seen: set[str]) -> tuple[list[
         words = len(question.split())
         if not question.endswith("?") or not MIN_QUESTION_WORDS <= words <= MAX_QUESTION_WORDS:
             dropped["not a question"] += 1
-        elif not sentence or sentence.rstrip(".") not in text:
+        elif not sentence or _matchable(sentence) not in text:
             dropped["sentence not in the passage"] += 1
+        elif (_EXAMPLE_WORDS & content_words(question)) - own_words:
+            dropped["copied from the examples"] += 1
         elif (answer := answering_strip(sentence, strips)) is None:
             dropped["sentence not one the gate reads"] += 1
         elif not content_words(question) & content_words(answer.judged):

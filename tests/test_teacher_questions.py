@@ -47,6 +47,8 @@ def test_a_question_is_kept_only_with_a_sentence_of_its_passage_that_says_someth
              "The default setting of -1 selects a size equal to 1/32nd of shared_buffers."),  # another subject
             ("What is the default size of wal_buffers?",  # asked again
              "The default setting of -1 selects a size equal to 1/32nd of shared_buffers."),
+            ("Which size does a wal_buffers of -1 give?", "Selects a size equal to 1/32nd of `shared_buffers`"),
+            ("How do I set wal_buffers in Lumen?", "This parameter can only be set at server start."),
         ),
         WAL, seen,
     )  # fmt: skip
@@ -54,11 +56,15 @@ def test_a_question_is_kept_only_with_a_sentence_of_its_passage_that_says_someth
         ("What is the default size of wal_buffers?",
          "The default setting of -1 selects a size equal to 1/32nd of shared_buffers."),
         ("When can wal_buffers be changed?", "This parameter can only be set at server start."),
+        # A part of a sentence, its case and code ticks changed: the sentence that holds it answers.
+        ("Which size does a wal_buffers of -1 give?",
+         "The default setting of -1 selects a size equal to 1/32nd of shared_buffers."),
     ]  # fmt: skip
     assert dropped == {"sentence not in the passage": 1, "restates its sentence": 1, "not a question": 1,
-                       "sentence about something else": 1, "asked before": 1}  # fmt: skip
+                       "sentence about something else": 1, "asked before": 1,
+                       "copied from the examples": 1}  # fmt: skip
     assert all(q.answer not in q.others and len(q.others) == 2 for q in kept)
-    assert len(seen) == 2  # the collection's questions so far: the next passage cannot ask them again
+    assert len(seen) == 3  # the collection's questions so far: the next passage cannot ask them again
 
     for broken in ([], "not json", {"questions": "none"}, {"questions": [42, {"question": 1}]}):
         kept, dropped = validated(broken, WAL, set())
