@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corpus.strips import Strip, section_of, strips_in_context
-from judges.corpus_questions import SectionChunk
+from judges.corpus_questions import SectionChunk, is_api_name
 
 PROMPT_VERSION = 1  # part of the cache key: a new prompt asks again
 QUESTIONS_PER_PASSAGE = 3
@@ -157,6 +157,11 @@ def question_key(question: str) -> str:
     return " ".join(sorted(content_words(question)))
 
 
+def _code_names(text: str) -> set[str]:
+    """The names written as code in `text` (sqlite3_changes, os.lstat, --summary)."""
+    return {w for w in content_words(text) if is_api_name(w)}
+
+
 def answering_strip(sentence: str, strips: list[Strip]) -> Strip | None:
     """The strip that holds the quoted sentence (or that the sentence holds, when the quote runs
     over a strip's end): the one sharing the most of its words."""
@@ -192,8 +197,10 @@ def validated(reply: object, chunk: SectionChunk, seen: set[str]) -> tuple[list[
             dropped["copied from the examples"] += 1
         elif (answer := answering_strip(sentence, strips)) is None:
             dropped["sentence not one the gate reads"] += 1
-        elif not content_words(question) & content_words(answer.judged):
-            dropped["sentence about something else"] += 1  # "What is the default…?" / "A copy of the script is…"
+        elif not content_words(question) & (content_words(answer.judged) | _code_names(chunk.text)):
+            # "What is the default…?" / "A copy of the script is…"; but "What does sqlite3_changes() do?"
+            # is answered by "These functions return…" under the code block that names it.
+            dropped["sentence about something else"] += 1
         elif restates(question, answer.text):
             dropped["restates its sentence"] += 1
         elif (key := question_key(question)) in seen:
