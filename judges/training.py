@@ -102,7 +102,7 @@ def train_classifier(config: TrainingConfig, pairs: Sequence[tuple[str, str, int
         optimizer.zero_grad()
         step += 1
         if progress:
-            progress(step, total_steps, float(loss))
+            progress(step, total_steps, loss.item())
         out_of_time = time.monotonic() - started > config.max_minutes * 60
         if step % config.checkpoint_every == 0 or out_of_time:
             save(checkpoint)

@@ -308,8 +308,10 @@ _serving: ContextVar[tuple[str, str]] = ContextVar("cairn_serving_judges", defau
 @contextmanager
 def judges_serving(answer_model: str = "", relevance_model: str = "") -> Iterator[None]:
     """Within the block, get_answer_judge and get_relevance_model give these models (a blank path:
-    the shipped one). Each stays loaded once per process, like the shipped ones."""
-    token = _serving.set((answer_model, relevance_model))
+    the one serving around the block, by default the shipped one). Each stays loaded once per
+    process, like the shipped ones."""
+    around = _serving.get()
+    token = _serving.set((answer_model or around[0], relevance_model or around[1]))
     try:
         yield
     finally:
