@@ -44,11 +44,17 @@ from judges.teacher_questions import (
 from judges.verifiers import get_answer_judge, get_relevance_model, judges_serving
 from pipeline.generators import GeneratorUnavailable, get_llm
 from pipeline.stages import STAGES, QueryState, pipeline_run, record
-from writeback.models import JudgeVersion
+from writeback.models import JudgeVersion, Lesson
 from writeback.proposals import plain_words
 
 NEGATIVE_POOL = 8  # passages retrieved for each question, its own left out
 GIVE_UP_AFTER = 3  # failures in a row: the server is down, not one passage hard
+HELD_OUT = 0.2  # of the passages asked about: their questions decide whether the adapted judges serve
+MIN_QUESTIONS = 40  # fewer teach nothing a held-out part could show
+EPOCHS, LEARNING_RATE = 2, 2e-5  # from the shipped weights: a nudge, not a new model
+MAX_MINUTES = 15.0  # each judge's training; a run past it stops at a checkpoint and the next continues
+ADAPT_TASK = "pipeline.judge_adaptation.judges_adapt_task"
+_LOCK_SPACE = 6262  # the advisory locks' first key: adaptation, apart from the sources' one-key locks
 
 
 def teacher_cache(collection: Collection) -> TeacherCache:
@@ -115,26 +121,13 @@ def retrieved_for(collection: Collection, questions: list[TeacherQuestion], *, b
     return Retrieved(passages, sentences)
 
 
-def collection_questions(collection: Collection, cache: TeacherCache) -> tuple[list[TeacherQuestion], Counter]:
-    """The validated questions of what the teacher wrote over the collection's current passages."""
-    return teacher_questions(collection_chunks(collection.slug), cache)
-
-
 def passages_to_ask(collection: Collection, limit: int) -> list[SectionChunk]:
     return sampled_chunks(collection_chunks(collection.slug), limit)
-
-
-HELD_OUT = 0.2  # of the passages asked about: their questions decide whether the adapted judges serve
-MIN_QUESTIONS = 40  # fewer teach nothing a held-out part could show
-EPOCHS, LEARNING_RATE = 2, 2e-5  # from the shipped weights: a nudge, not a new model
-MAX_MINUTES = 15.0  # each judge's training; a run past it stops at a checkpoint and the next continues
 
 
 def lesson_questions(collection: Collection) -> list[TeacherQuestion]:
     """The collection's confirmed lessons as questions with their answering sentence: the in-domain
     labels of the best kind (a curator chose the sentence). Training only, never held out."""
-    from writeback.models import Lesson
-
     by_id = {c.id: c for c in collection_chunks(collection.slug)}
     questions = []
     for question, chunk_id, sentence in Lesson.objects.filter(
@@ -297,10 +290,6 @@ def judge_version_retire(row: JudgeVersion, *, actor) -> JudgeVersion:
         audit("collection.judges_retire", row.collection, actor=actor, summary=f"judges v{row.version} retired",
               before={"status": before}, after={"status": row.status})  # fmt: skip
     return row
-
-
-ADAPT_TASK = "pipeline.judge_adaptation.judges_adapt_task"
-_LOCK_SPACE = 6262  # the advisory locks' first key: adaptation, apart from the sources' one-key locks
 
 
 def changed_share(collection: Collection) -> float:

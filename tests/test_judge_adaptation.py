@@ -163,6 +163,12 @@ def test_a_serving_version_judges_questions_of_its_collection_alone_until_it_is_
     assert verifiers.get_answer_judge() is verifiers._loaded(verifiers.CrossEncoderAnswerJudge,
                                                              settings.CAIRN_ANSWER_MODEL)  # fmt: skip
 
+    # A web host that cannot see the adapted model answers with the shipped one instead of failing.
+    JudgeVersion.objects.filter(collection=lumen).update(answer_model=str(tmp_path / "elsewhere"))
+    assert judges_for(user=alice, collection_ids=[lumen.id]) == ("", "")
+    assert question_answer(user=alice, question="What is the default value of cache_pages_0?", mode="fast",
+                           collections=["lumen"]).generation.found  # fmt: skip
+
     call_command("adapt", collection="lumen", retire=1, verbosity=0)
     assert JudgeVersion.objects.get(collection=lumen).status == JudgeVersion.Status.RETIRED
     assert judges_for(user=alice, collection_ids=[lumen.id]) == ("", "")

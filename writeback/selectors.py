@@ -3,8 +3,10 @@ answer, and (learning from misses) the lessons that reach a question."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -15,6 +17,8 @@ from corpus.models import Collection, Document
 from corpus.selectors import chunks_in_scope, collections_curated_by, collections_quoted_by, collections_readable_by
 from writeback.models import Adaptation, Critique, JudgeVersion, Lesson, LessonQuestion, WriteBack
 from writeback.proposals import same_question_candidates
+
+log = logging.getLogger(__name__)
 
 
 def writeback_collection_ids(writeback: WriteBack) -> set[int]:
@@ -181,4 +185,13 @@ def judges_for(*, user: AbstractBaseUser, collection_ids: Sequence[int] | None =
         JudgeVersion.objects.filter(collection_id=ids[0], status=JudgeVersion.Status.SERVING)
         .order_by("-version").values_list("answer_model", "relevance_model").first()
     )  # fmt: skip
-    return serving or ("", "")
+    return tuple(_on_this_host(path) for path in serving) if serving else ("", "")
+
+
+def _on_this_host(path: str) -> str:
+    """An adapted model's folder, or blank (the shipped judge) where this host cannot see it: a web
+    host without the workers' CAIRN_ADAPTATION_DIR answers as before, and says so in its log."""
+    if path and not Path(path).is_dir():
+        log.warning("adapted judge %s is not on this host (CAIRN_ADAPTATION_DIR): the shipped one judges", path)
+        return ""
+    return path
