@@ -76,8 +76,10 @@ EXAMPLES = (
         "Changing it requires a restart of lumend. See also cache_policy.",
         [
             {"question": "What is the default cache_size in Lumen?", "sentence": "The default is 64MB."},
-            {"question": "Do I need to restart lumend after changing cache_size?",
-             "sentence": "Changing it requires a restart of lumend."},  # fmt: skip
+            {
+                "question": "Do I need to restart lumend after changing cache_size?",
+                "sentence": "Changing it requires a restart of lumend.",
+            },  # fmt: skip
         ],
     ),
     (
@@ -85,10 +87,14 @@ EXAMPLES = (
         "Backups are written to /var/lib/lumen/backup unless backup_dir says otherwise. To restore one, "
         "stop the server and run lumenctl restore with the backup's name. Only the last seven backups are kept.",
         [
-            {"question": "Where does Lumen write its backups?",
-             "sentence": "Backups are written to /var/lib/lumen/backup unless backup_dir says otherwise."},
-            {"question": "How do I restore a Lumen backup?",
-             "sentence": "To restore one, stop the server and run lumenctl restore with the backup's name."},
+            {
+                "question": "Where does Lumen write its backups?",
+                "sentence": "Backups are written to /var/lib/lumen/backup unless backup_dir says otherwise.",
+            },
+            {
+                "question": "How do I restore a Lumen backup?",
+                "sentence": "To restore one, stop the server and run lumenctl restore with the backup's name.",
+            },
             {"question": "How many backups does Lumen keep?", "sentence": "Only the last seven backups are kept."},
         ],
     ),  # fmt: skip
