@@ -125,10 +125,10 @@ def passages_to_ask(collection: Collection, limit: int) -> list[SectionChunk]:
     return sampled_chunks(collection_chunks(collection.slug), limit)
 
 
-def lesson_questions(collection: Collection) -> list[TeacherQuestion]:
-    """The collection's confirmed lessons as questions with their answering sentence: the in-domain
-    labels of the best kind (a curator chose the sentence). Training only, never held out."""
-    by_id = {c.id: c for c in collection_chunks(collection.slug)}
+def lesson_questions(collection: Collection, by_id: dict[int, SectionChunk]) -> list[TeacherQuestion]:
+    """The collection's confirmed lessons on its passages `by_id` as questions with their answering
+    sentence: the in-domain labels of the best kind (a curator chose the sentence). Training only,
+    never held out."""
     questions = []
     for question, chunk_id, sentence in Lesson.objects.filter(
         collection=collection, status=Lesson.Status.ACTIVE, chunk_id__in=list(by_id)
@@ -205,15 +205,16 @@ def judges_adapt(
 ) -> JudgeVersion:
     """Adapt the answer judge and relevance evaluator to `collection` and record the outcome as its
     next JudgeVersion: ask the teacher (`llm`, when given) about a sample of `passages`, train on the
-    validated questions of four passages in five and the collection's lessons, and let each adapted
-    judge serve only when it reads the fifth part better than the shipped one. Resumable: the
+    validated questions of four passages in five and the collection's lessons, and let the adapted
+    judges serve only when the fifth part, answered end to end, fares better with them. Resumable: the
     teacher's replies are cached and training checkpoints (AdaptationUnfinished until it is done)."""
     from judges.answer_data import ANSWER_LABELS
     from judges.relevance_data import RELEVANCE_LABELS
 
     say = progress or (lambda message: None)
     cache = teacher_cache(collection)
-    sample = passages_to_ask(collection, passages)
+    chunks = {c.id: c for c in collection_chunks(collection.slug)}  # read once: a collection may be large
+    sample = sampled_chunks(list(chunks.values()), passages)
     asked = {}
     if llm is not None:
         say(f"asking the teacher about {len(sample)} passages ({sum(c in cache for c in sample)} answered before)")
@@ -226,11 +227,10 @@ def judges_adapt(
         figures["why"] = f"{len(questions)} questions held; adapting needs {MIN_QUESTIONS}"
         return _recorded(collection, version, figures, "", "", actor)
     train, held = split_held_out(questions, HELD_OUT)
-    lessons = lesson_questions(collection)
+    lessons = lesson_questions(collection, chunks)
     figures |= {"training_questions": len(train), "lessons": len(lessons), "held_out_questions": len(held)}
     say(f"{len(train)} questions and {len(lessons)} lessons to train on, {len(held)} held out; searching negatives")
     retrieved = retrieved_for(collection, train + lessons + held)
-    chunks = {c.id: c for c in collection_chunks(collection.slug)}
     pending = Path(settings.CAIRN_ADAPTATION_DIR) / collection.slug / "pending"  # a stopped run resumes it
     answer_pairs_ = list(answer_pairs(train + lessons, retrieved.sentences))
     relevance_pairs_ = list(relevance_pairs(train + lessons, chunks, retrieved.passages))

@@ -12,7 +12,7 @@ class Command(BaseCommand):
     help = (
         "Adapt the answer judge and relevance evaluator to one collection from questions the deployment's model "
         "server writes over its passages (pipeline/judge_adaptation.py). The adapted judges serve that collection "
-        "only when they read its held-out questions better than the shipped ones. Resumable: run it again after "
+        "only when its held-out questions, answered end to end, fare better with them. Resumable: run it again after "
         "an interruption. Training needs PyTorch (make dev, or requirements-train.txt) on this host."
     )
 
