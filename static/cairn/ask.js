@@ -387,7 +387,7 @@ function render(body) {
   // Where the answer was: any passage's sentence, or none of them (one mark, the asker's latest).
   $("marking").hidden = !body.evidence.length;
   $("mark-state").textContent = "";
-  showMark(body.mark);
+  showMark();
 
   details(body);
   $("actions").hidden = false;
@@ -430,7 +430,7 @@ async function feedback(payload, thanks) {
 
 // The mark on show (current.mark): its sentence highlighted and chosen on its card, that card's
 // button pressed, or "none of these sources" pressed.
-function showMark(mark) {
+function showMark() {
   for (const button of $("result").querySelectorAll("button.answers-it")) {
     const n = Number(button.dataset.n);
     const nodes = [...button.closest(".card").querySelectorAll(".sentence[role=radio]")];
@@ -438,7 +438,7 @@ function showMark(mark) {
     nodes.forEach((node, i) => node.classList.toggle("marked", i === marked));
     button.choose(marked >= 0 ? marked : Math.max(0, nodes.findIndex((node) => node.getAttribute("aria-checked") === "true")));
   }
-  $("mark-none").setAttribute("aria-pressed", String(Boolean(mark && mark.none)));
+  $("mark-none").setAttribute("aria-pressed", String(Boolean(current && current.mark && current.mark.none)));
 }
 
 async function mark(payload, button) {
@@ -462,7 +462,7 @@ async function mark(payload, button) {
     return;
   }
   current.mark = body; // a new mark replaces the old, here as on the server
-  showMark(body);
+  showMark();
   note.textContent = "Thanks: a curator will review it.";
 }
 
